@@ -1,0 +1,98 @@
+"""handrail: a tool runtime for LLM agents.
+
+A model emits tool calls; handrail finds the tool, validates the arguments, checks permissions,
+runs it with a time limit, runs independent calls in parallel (even while the model is still
+streaming), and hands back one uniform `ToolResult`, whatever happened.
+
+Layers (imports flow one way): `_contract` (values) -> `validation` -> `_context` / `_tool` ->
+`_registry` -> `permissions` -> `sandbox` -> `runtime` -> `_cli`.
+"""
+
+from __future__ import annotations
+
+from ._context import FileRecord as FileRecord
+from ._context import PermissionMode as PermissionMode
+from ._context import Session as Session
+from ._context import StateUpdate as StateUpdate
+from ._context import ToolContext as ToolContext
+from ._contract import Approval as Approval
+from ._contract import ApprovalRequest as ApprovalRequest
+from ._contract import Denial as Denial
+from ._contract import ErrorCode as ErrorCode
+from ._contract import FetchUrl as FetchUrl
+from ._contract import Interrupted as Interrupted
+from ._contract import PermissionRequest as PermissionRequest
+from ._contract import ProgressEvent as ProgressEvent
+from ._contract import ReadPath as ReadPath
+from ._contract import RunCommand as RunCommand
+from ._contract import ToolCall as ToolCall
+from ._contract import ToolKind as ToolKind
+from ._contract import ToolResult as ToolResult
+from ._contract import ValidationIssue as ValidationIssue
+from ._contract import WritePath as WritePath
+from ._registry import Registry as Registry
+from ._tool import Flag as Flag
+from ._tool import FunctionTool as FunctionTool
+from ._tool import JsonSchemaTool as JsonSchemaTool
+from ._tool import Tool as Tool
+from ._tool import tool as tool
+from ._version import __version__ as __version__
+from .errors import ConfigurationError as ConfigurationError
+from .errors import HandrailError as HandrailError
+from .errors import ToolFailure as ToolFailure
+from .permissions import Hook as Hook
+from .permissions import HookEvent as HookEvent
+from .permissions import HookResponse as HookResponse
+from .permissions import Settings as Settings
+from .runtime import Batch as Batch
+from .runtime import Runtime as Runtime
+from .runtime import StreamingExecutor as StreamingExecutor
+
+__all__ = [
+    "Approval",
+    "ApprovalRequest",
+    "Batch",
+    "ConfigurationError",
+    "Denial",
+    "ErrorCode",
+    "FetchUrl",
+    "FileRecord",
+    "Flag",
+    "FunctionTool",
+    "HandrailError",
+    "Hook",
+    "HookEvent",
+    "HookResponse",
+    "Interrupted",
+    "PermissionMode",
+    "PermissionRequest",
+    "ProgressEvent",
+    "ReadPath",
+    "Registry",
+    "RunCommand",
+    "Runtime",
+    "Session",
+    "Settings",
+    "StateUpdate",
+    "StreamingExecutor",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolFailure",
+    "ToolKind",
+    "ToolResult",
+    "ValidationIssue",
+    "WritePath",
+    "__version__",
+    "tool",
+]
+
+# Tracebacks and reprs name the public path (`handrail.Runtime`), not the private module.
+for _name in __all__:
+    _obj = globals()[_name]
+    if getattr(_obj, "__module__", "").startswith("handrail."):
+        try:
+            _obj.__module__ = "handrail"
+        except (AttributeError, TypeError):
+            pass
+del _name, _obj

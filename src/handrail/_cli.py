@@ -1,0 +1,123 @@
+"""The `handrail` command.
+
+For now `handrail demo` shows the runtime at work, with no model and no API key. The full CLI
+(tools, call, serve) comes with the provider and MCP layers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Sequence
+
+from ._context import PermissionMode
+from ._contract import Approval, ApprovalRequest, ProgressEvent, ToolCall, ToolResult
+from ._registry import Registry
+from ._tool import Tool, tool
+from ._version import __version__
+from .runtime import Runtime
+
+
+def _demo_tools() -> list[Tool]:
+    @tool(read_only=True, concurrency_safe=True)
+    async def lookup(city: str) -> str:
+        """Look up the weather for a city (a stand-in that takes 300 ms).
+
+        Args:
+            city: City name, e.g. "Oslo".
+        """
+        await asyncio.sleep(0.3)
+        return f"{city}: 12 C, light rain"
+
+    @tool(read_only=True, concurrency_safe=True, inline=True)
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @tool
+    def save_note(text: str) -> str:
+        """Save a note (changes state, so the default mode asks first)."""
+        return f"saved {len(text)} characters"
+
+    return [lookup, add, save_note]
+
+
+def _line(result: ToolResult) -> str:
+    status = "ok " if result.ok else (result.error.value if result.error else "err")
+    first = result.content.splitlines()[0] if result.content else ""
+    return f"  [{status}] {result.tool_name or '?'} ({result.duration * 1000:.1f} ms): {first}"
+
+
+async def _demo() -> int:
+    tools = _demo_tools()
+    asked: list[ApprovalRequest] = []
+
+    print(f"handrail {__version__} demo: a scripted 'model' calls tools through the runtime.\n")
+    rt = Runtime(Registry(tools), mode=PermissionMode.DEFAULT)
+    print("Tools the model would see:", ", ".join(t.name for t in rt.tools()))
+
+    print("\n1. A batch: three read-only lookups run in parallel, plus two malformed calls.")
+    calls = [
+        ToolCall(id="c1", name="lookup", arguments='{"city": "Oslo"}'),
+        ToolCall(id="c2", name="lookup", arguments='{"city": "Lima"}'),
+        ToolCall(id="c3", name="lookup", arguments='{"city": "Pune"}'),
+        ToolCall(id="c4", name="add", arguments='{"a": "one", "b": 2}'),
+        ToolCall(id="c5", name="lookpu", arguments='{"city": "Rome"}'),
+    ]
+    t0 = time.perf_counter()
+    batch = await rt.call_many(calls)
+    print(f"   took {(time.perf_counter() - t0) * 1000:.0f} ms for 3 x 300 ms lookups")
+    for r in batch:
+        print(_line(r))
+    print("   what the model reads for c4:\n     " + batch[3].content.replace("\n", "\n     "))
+
+    print("\n2. A call that changes state needs approval: it comes back Interrupted.")
+    r = await rt.call("save_note", '{"text": "buy milk"}')
+    print(_line(r))
+    r = await rt.resume(r, Approval.allow_once())  # pyright: ignore[reportArgumentType]
+    print("   after the user allows it once:")
+    print(_line(r))
+
+    print("\n3. Streaming: calls start while the 'model' is still emitting them.")
+
+    async def approve(request: ApprovalRequest) -> Approval:
+        asked.append(request)
+        return Approval.deny("The user said no in the demo.")
+
+    rt2 = Runtime(Registry(_demo_tools()), approver=approve)
+    t0 = time.perf_counter()
+    async with rt2.stream() as ex:
+
+        async def model() -> None:
+            for i, city in enumerate(["Oslo", "Lima"]):
+                await asyncio.sleep(0.2)
+                ex.submit(ToolCall(id=f"s{i}", name="lookup", arguments={"city": city}))
+                print(f"   t={time.perf_counter() - t0:.2f}s model emitted lookup({city})")
+            ex.submit(ToolCall(id="s9", name="save_note", arguments={"text": "x"}))
+            ex.close()
+
+        feeder = asyncio.ensure_future(model())
+        async for item in ex:
+            if isinstance(item, ProgressEvent):
+                continue
+            print(f"   t={time.perf_counter() - t0:.2f}s result:" + _line(item)[1:])
+        await feeder
+    print(
+        f"   the approver was asked {len(asked)} time(s) and denied; the model gets a clear result."
+    )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `handrail` console script."""
+    parser = argparse.ArgumentParser(prog="handrail", description="A tool runtime for LLM agents.")
+    parser.add_argument("--version", action="version", version=f"handrail {__version__}")
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("demo", help="run a scripted demo of the runtime (no model, no API key)")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        return asyncio.run(_demo())
+    parser.print_help(sys.stdout)
+    return 0

@@ -1,0 +1,180 @@
+"""What a running tool sees: its `ToolContext`, and the per-conversation `Session`."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import tempfile
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._contract import ProgressEvent
+
+__all__ = ["FileRecord", "PermissionMode", "Session", "StateUpdate", "ToolContext"]
+
+
+class PermissionMode(enum.StrEnum):
+    """How the policy treats calls that no rule decides."""
+
+    DEFAULT = "default"
+    """Read-only calls run; everything else asks."""
+    ACCEPT_EDITS = "accept_edits"
+    """Also file edits inside the write roots run without asking."""
+    PLAN = "plan"
+    """Only read-only calls (and writing the plan file); everything else is denied."""
+    DONT_ASK = "dont_ask"
+    """Like default, but whatever would ask is denied instead."""
+    BYPASS = "bypass"
+    """Everything runs, except what deny rules and the sandbox refuse."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileRecord:
+    """What a session knows about a file it read: enough to detect a change since."""
+
+    mtime_ns: int
+    size: int
+    sha256: str
+    complete: bool
+    """True when the whole file was read (possibly page by page, unchanged in between)."""
+    ranges: tuple[tuple[int, int], ...] = ()
+    """Line ranges read so far (1-based, inclusive), for page-by-page reads."""
+
+
+StateUpdate = Callable[["Session"], None]
+"""A change to session state, returned by a tool and applied by the runtime in request order."""
+
+
+@dataclass(kw_only=True)
+class Session:
+    """Per-conversation state: files read, activated deferred tools, mode, session rules.
+
+    One session per conversation (one MCP session, one agent run). Tools never mutate it
+    directly while running: they return `StateUpdate`s through `ToolContext.update_state`, and
+    the runtime applies them after the call, in request order, so parallel calls stay
+    deterministic.
+    """
+
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    mode: PermissionMode = PermissionMode.DEFAULT
+    files: dict[str, FileRecord] = field(default_factory=dict)
+    """Files read in this session, by resolved absolute path."""
+    activated: list[str] = field(default_factory=list)
+    """Deferred tools activated through tool_search, in activation order."""
+    allow_rules: list[str] = field(default_factory=list)
+    """Rules added by "allow always" answers."""
+    data: dict[str, Any] = field(default_factory=dict)
+    """Free-form state for tools (a todo list, background jobs), keyed by the tool's name."""
+    results_dir: Path | None = None
+    """Where oversized results are saved; a temporary directory is created on first use."""
+
+    def results_path(self) -> Path:
+        """The directory for full copies of truncated results, created on first use."""
+        if self.results_dir is None:
+            self.results_dir = Path(tempfile.mkdtemp(prefix=f"handrail-{self.id[:8]}-"))
+        self.results_dir.mkdir(parents=True, exist_ok=True)
+        return self.results_dir
+
+
+ProgressFunc = Callable[[ProgressEvent], None]
+
+
+class ToolContext:
+    """Everything a running tool may use besides its arguments.
+
+    Attributes are read-only by convention; tools change session state only through
+    `update_state`, and report progress through `progress`.
+    """
+
+    __slots__ = (
+        "_cancel_event",
+        "_cancelled",
+        "_progress",
+        "_updates",
+        "call_id",
+        "cwd",
+        "deadline",
+        "locale",
+        "read_roots",
+        "session",
+        "settings",
+        "tool_name",
+        "write_roots",
+    )
+
+    def __init__(
+        self,
+        *,
+        call_id: str,
+        tool_name: str,
+        cwd: Path,
+        read_roots: tuple[Path, ...],
+        write_roots: tuple[Path, ...],
+        session: Session,
+        deadline: float | None = None,
+        locale: str = "en",
+        progress: ProgressFunc | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.call_id = call_id
+        """The id of the call being run."""
+        self.tool_name = tool_name
+        """The tool's canonical name."""
+        self.cwd = cwd
+        """The session's working directory; relative paths resolve against it."""
+        self.read_roots = read_roots
+        """Directories the call may read under."""
+        self.write_roots = write_roots
+        """Directories the call may write under."""
+        self.session = session
+        """Per-conversation state (read it freely; change it with `update_state`)."""
+        self.deadline = deadline
+        """`time.monotonic()` value at which the call times out, or None."""
+        self.locale = locale
+        """Language for model-facing text (`en`, `zh`)."""
+        self.settings: Mapping[str, Any] = settings or {}
+        """Tool settings from the runtime configuration."""
+        self._progress = progress
+        self._updates: list[StateUpdate] = []
+        self._cancelled = False
+        self._cancel_event: asyncio.Event | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the call was cancelled or timed out; long sync work should check it."""
+        return self._cancelled
+
+    async def wait_cancelled(self) -> None:
+        """Wait until the call is cancelled (for tools that watch cancellation alongside work)."""
+        if self._cancelled:
+            return
+        if self._cancel_event is None:
+            self._cancel_event = asyncio.Event()
+        await self._cancel_event.wait()
+
+    def cancel(self) -> None:
+        """Mark the call cancelled (the runtime calls this on timeout and cancellation)."""
+        self._cancelled = True
+        if self._cancel_event is not None:
+            self._cancel_event.set()
+
+    def progress(self, message: str, **data: Any) -> None:
+        """Report progress; hosts receive it at once, even while results wait for their turn."""
+        if self._progress is not None:
+            self._progress(
+                ProgressEvent(
+                    call_id=self.call_id, tool_name=self.tool_name, message=message, data=data
+                )
+            )
+
+    def update_state(self, update: StateUpdate) -> None:
+        """Queue a session change; the runtime applies it after the call, in request order."""
+        self._updates.append(update)
+
+    @property
+    def state_updates(self) -> tuple[StateUpdate, ...]:
+        """The updates queued so far."""
+        return tuple(self._updates)

@@ -1,0 +1,374 @@
+"""The values every layer shares: calls, results, issues, denials, permission requests.
+
+Values only: nothing here does I/O or imports another handrail module, so providers, MCP and
+the CLI can depend on the contract without pulling in the runtime. Every value is a frozen,
+keyword-only dataclass; change one with `dataclasses.replace`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+__all__ = [
+    "Approval",
+    "ApprovalRequest",
+    "Denial",
+    "ErrorCode",
+    "FetchUrl",
+    "Interrupted",
+    "PermissionRequest",
+    "ProgressEvent",
+    "ReadPath",
+    "RunCommand",
+    "ToolCall",
+    "ToolKind",
+    "ToolResult",
+    "ValidationIssue",
+    "WritePath",
+]
+
+
+class _EmptyMapping(Mapping[str, Any]):
+    """A shared, immutable `{}`: the default metadata, so results allocate nothing for it."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mapping) and not other
+
+    def __repr__(self) -> str:
+        return "{}"
+
+
+EMPTY: Mapping[str, Any] = _EmptyMapping()
+
+
+class ErrorCode(enum.StrEnum):
+    """Stable machine identifiers for every way a call can fail.
+
+    A code is added, never renamed or removed: programs branch on these values and
+    transcripts outlive code.
+    """
+
+    TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
+    """No tool has this name or alias; the content lists the closest names."""
+    TOOL_NOT_ACTIVATED = "TOOL_NOT_ACTIVATED"
+    """The tool is deferred and this session has not activated it through tool_search."""
+    INVALID_ARGS = "INVALID_ARGS"
+    """The arguments are malformed JSON or do not match the schema; see `issues`."""
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    """A rule, the permission mode, a hook or the user refused the call; see `denial`."""
+    INTERRUPTED = "INTERRUPTED"
+    """The call has not run: it waits for an approval (its own or an earlier call's)."""
+    TIMEOUT = "TIMEOUT"
+    """The tool ran past its time limit and was stopped."""
+    CANCELLED = "CANCELLED"
+    """The call was cancelled (by the host, or because a sibling shell call failed)."""
+    EXECUTION_ERROR = "EXECUTION_ERROR"
+    """The tool raised; the content carries the exception's message."""
+    OUTSIDE_READ_ROOTS = "OUTSIDE_READ_ROOTS"
+    """A path the call reads is outside the read roots."""
+    OUTSIDE_WRITE_ROOTS = "OUTSIDE_WRITE_ROOTS"
+    """A path the call writes is outside the write roots (or is protected inside them)."""
+    FILE_NOT_FOUND = "FILE_NOT_FOUND"
+    """The file does not exist."""
+    FILE_TOO_LARGE = "FILE_TOO_LARGE"
+    """The file is larger than the tool's cap and paging cannot help."""
+    BINARY_FILE = "BINARY_FILE"
+    """The file is binary and the tool works on text."""
+    NOT_A_FILE = "NOT_A_FILE"
+    """The path is a directory, device or FIFO, not a regular file."""
+    FILE_NOT_READ = "FILE_NOT_READ"
+    """The file must be read in full in this session before it is changed."""
+    FILE_MODIFIED_SINCE_READ = "FILE_MODIFIED_SINCE_READ"
+    """The file changed on disk after this session read it."""
+    TEXT_NOT_FOUND = "TEXT_NOT_FOUND"
+    """The text to replace does not occur in the file."""
+    TEXT_MULTIPLE_MATCHES = "TEXT_MULTIPLE_MATCHES"
+    """The text to replace occurs more than once."""
+    NONZERO_EXIT = "NONZERO_EXIT"
+    """A command exited with a non-zero status."""
+    URL_BLOCKED = "URL_BLOCKED"
+    """The URL is refused (scheme, credentials, or an address the SSRF guard blocks)."""
+    HTTP_ERROR = "HTTP_ERROR"
+    """The server answered with an HTTP error status or the transfer failed."""
+    SANDBOX_UNAVAILABLE = "SANDBOX_UNAVAILABLE"
+    """No OS sandbox is available and the configuration refuses to run without one."""
+
+
+class ToolKind(enum.StrEnum):
+    """What a tool does, for UIs, views and permission modes."""
+
+    READ = "read"
+    EDIT = "edit"
+    DELETE = "delete"
+    MOVE = "move"
+    SEARCH = "search"
+    EXECUTE = "execute"
+    FETCH = "fetch"
+    THINK = "think"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ValidationIssue:
+    """One problem with a call's arguments, the same shape for every validation track."""
+
+    path: str
+    """RFC 6901 JSON pointer to the offending field; `""` is the arguments object itself."""
+    expected: str
+    """What the schema wants there, e.g. `integer`, `present`, `one of "a", "b"`."""
+    received: str
+    """A description of what was sent (at most 60 characters)."""
+    message: str
+    """Readable text for the model, in the runtime's locale."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """A model's request to run one tool."""
+
+    id: str
+    """The provider's call id; results are matched to calls by it."""
+    name: str
+    """The tool name (or an alias) as the model wrote it."""
+    arguments: str | Mapping[str, Any] = "{}"
+    """The argument JSON string as the model emitted it, or an already-parsed object."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PermissionRequest:
+    """Something a call is about to touch, declared as data so the policy decides centrally."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadPath(PermissionRequest):
+    """The call reads this path (a file, or a directory it lists or searches)."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritePath(PermissionRequest):
+    """The call creates, changes, moves or deletes this path."""
+
+    path: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunCommand(PermissionRequest):
+    """The call runs this shell command.
+
+    `commands` holds the simple commands of a compound command line (`a && b | c`) when the
+    tool has parsed it; a rule must match every one of them. Empty means "just `command`".
+    """
+
+    command: str
+    commands: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchUrl(PermissionRequest):
+    """The call fetches this URL."""
+
+    url: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Denial:
+    """Why a call was refused."""
+
+    reason: str
+    """Readable explanation for the model and the user."""
+    source: Literal["rule", "mode", "roots", "hook", "user"]
+    """Who refused: a deny rule, the permission mode, root confinement, a hook, the user."""
+    rule: str | None = None
+    """The rule that matched, e.g. `run_shell(rm:*)`, when a rule decided."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequest:
+    """What the host is asked to approve before a call may run."""
+
+    call: ToolCall
+    """The call, with the arguments that will be used if approved."""
+    tool_name: str
+    """The tool's canonical name (the call may have used an alias)."""
+    reason: str
+    """Why approval is needed (a matching ask rule, or the permission mode)."""
+    requests: tuple[PermissionRequest, ...] = ()
+    """What the call will touch."""
+    suggested_rules: tuple[str, ...] = ()
+    """Rules an "allow always" answer would add, most specific first."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Approval:
+    """The host's answer to an `ApprovalRequest`. Build one with the class methods."""
+
+    kind: Literal["allow_once", "allow_always", "deny", "edit"]
+    reason: str | None = None
+    """For `deny`: shown to the model so it can adapt."""
+    arguments: str | Mapping[str, Any] | None = None
+    """For `edit`: replacement arguments, validated again before the call runs."""
+    rule: str | None = None
+    """For `allow_always`: the session rule to add (default: the first suggested rule)."""
+
+    @classmethod
+    def allow_once(cls) -> Approval:
+        """Run this call; ask again next time."""
+        return cls(kind="allow_once")
+
+    @classmethod
+    def allow_always(cls, rule: str | None = None) -> Approval:
+        """Run this call and add an allow rule for the rest of the session."""
+        return cls(kind="allow_always", rule=rule)
+
+    @classmethod
+    def deny(cls, reason: str = "The user declined this call.") -> Approval:
+        """Refuse this call; `reason` reaches the model."""
+        return cls(kind="deny", reason=reason)
+
+    @classmethod
+    def edit(cls, arguments: str | Mapping[str, Any]) -> Approval:
+        """Run this call with edited arguments (validated again first)."""
+        return cls(kind="edit", arguments=arguments)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """The one result shape for every outcome: success, bad arguments, denial, timeout, crash.
+
+    `content` is what the model reads. Programs branch on `error`, UIs show `summary` and `diff`.
+    """
+
+    ok: bool
+    content: str
+    """Text for the model; never a repr or a raw JSON dump of an object."""
+    error: ErrorCode | None = None
+    summary: str = ""
+    """One line for a UI."""
+    diff: str | None = None
+    """A unified diff, for tools that change files."""
+    issues: tuple[ValidationIssue, ...] = ()
+    """For INVALID_ARGS: every problem with the arguments."""
+    denial: Denial | None = None
+    """For PERMISSION_DENIED (and root refusals): who refused and why."""
+    duration: float = 0.0
+    """Seconds from the start of the pipeline to the result."""
+    metadata: Mapping[str, Any] = EMPTY
+    """Data for programs and UIs; never sent to the model."""
+    call_id: str = ""
+    tool_name: str = ""
+
+    @classmethod
+    def success(
+        cls,
+        content: str,
+        *,
+        summary: str = "",
+        diff: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ToolResult:
+        """A successful result, for tools that want to set summary, diff or metadata."""
+        return cls(ok=True, content=content, summary=summary, diff=diff, metadata=metadata or EMPTY)
+
+    @classmethod
+    def failure(
+        cls,
+        code: ErrorCode,
+        content: str,
+        *,
+        summary: str = "",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ToolResult:
+        """A failed result with a stable code and text telling the model what to do next."""
+        return cls(
+            ok=False, content=content, error=code, summary=summary, metadata=metadata or EMPTY
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Interrupted(ToolResult):
+    """A call that has not run because it waits for the host.
+
+    `approval` is set when this call itself needs approval; it is None when the call waits
+    behind an earlier call of the same batch that does. Answer with `Runtime.resume`. If the
+    host gives up instead, an `Interrupted` is still a valid result to send to the model.
+    """
+
+    approval: ApprovalRequest | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProgressEvent:
+    """A progress report from a running tool, delivered as soon as it happens."""
+
+    call_id: str
+    tool_name: str
+    message: str
+    data: Mapping[str, Any] = EMPTY
+
+
+# The runtime builds a result or a call for every call it handles; a frozen dataclass's
+# generated __init__ costs about 1.5 us more than these descriptor writes. They produce exactly
+# what the normal constructor would (a test checks field by field).
+_new = object.__new__
+_RESULT_SETTERS = tuple(getattr(ToolResult, f.name).__set__ for f in fields(ToolResult))
+_CALL_SETTERS = tuple(getattr(ToolCall, f.name).__set__ for f in fields(ToolCall))
+
+
+def make_result(
+    ok: bool,
+    content: str,
+    call_id: str,
+    tool_name: str,
+    duration: float,
+    error: ErrorCode | None = None,
+    summary: str = "",
+    issues: tuple[ValidationIssue, ...] = (),
+    denial: Denial | None = None,
+    metadata: Mapping[str, Any] = EMPTY,
+) -> ToolResult:
+    """Fast construction of a `ToolResult` (no diff) for the runtime's hot path."""
+    r = _new(ToolResult)
+    s_ok, s_content, s_error, s_summary, s_diff, s_issues, s_denial, s_dur, s_meta, s_id, s_name = (
+        _RESULT_SETTERS
+    )
+    s_ok(r, ok)
+    s_content(r, content)
+    s_error(r, error)
+    s_summary(r, summary)
+    s_diff(r, None)
+    s_issues(r, issues)
+    s_denial(r, denial)
+    s_dur(r, duration)
+    s_meta(r, metadata)
+    s_id(r, call_id)
+    s_name(r, tool_name)
+    return r
+
+
+def make_call(id: str, name: str, arguments: str | Mapping[str, Any]) -> ToolCall:
+    """Fast construction of a `ToolCall` for the runtime's hot path."""
+    c = _new(ToolCall)
+    s0, s1, s2 = _CALL_SETTERS
+    s0(c, id)
+    s1(c, name)
+    s2(c, arguments)
+    return c

@@ -1,0 +1,303 @@
+"""The policy: one central decision (allow / ask / deny) for every call.
+
+Order of evaluation, first decisive step wins:
+1. deny rules (any request matching, or a bare rule for the tool);
+2. sandbox limits: reads outside the read roots, writes outside the write roots or into
+   protected folders (`.git`, `.handrail`) are refused;
+3. plan mode: anything not read-only is refused (except writing a plan under
+   `.handrail/plans/`);
+4. a pre-tool hook's decision (it can never allow past steps 1-3);
+5. ask rules (bypass mode allows, dont_ask mode denies);
+6. bypass mode allows;
+7. allow rules, from settings and from "allow always" answers: every request must be covered;
+8. the mode's default: read-only calls are allowed; accept_edits also allows file edits inside
+   the write roots; everything else asks (dont_ask: denied).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from .._context import PermissionMode
+from .._contract import (
+    ErrorCode,
+    FetchUrl,
+    PermissionRequest,
+    ReadPath,
+    RunCommand,
+    ToolKind,
+    WritePath,
+)
+from ._rules import Rule, parse_rule, rule_matches_request
+
+__all__ = ["Decision", "Policy", "is_within"]
+
+Behavior = Literal["allow", "ask", "deny"]
+PROTECTED_DIRS = (".git", ".handrail")
+PLAN_DIR = (".handrail", "plans")
+_EDIT_KINDS = frozenset({ToolKind.EDIT, ToolKind.DELETE, ToolKind.MOVE})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decision:
+    """The policy's verdict for one call."""
+
+    behavior: Behavior
+    reason: str = ""
+    rule: str | None = None
+    source: Literal["rule", "mode", "roots", "hook", "user"] = "mode"
+    code: ErrorCode = ErrorCode.PERMISSION_DENIED
+    """For deny: PERMISSION_DENIED, or OUTSIDE_READ_ROOTS / OUTSIDE_WRITE_ROOTS."""
+
+
+ALLOW = Decision(behavior="allow", reason="allowed")
+
+
+def is_within(path: str, root: Path) -> bool:
+    """Is `path` inside `root`? Decided by path components, never by string prefix."""
+    root_parts = Path(os.path.normpath(root)).parts
+    parts = Path(os.path.normpath(path)).parts
+    return len(parts) >= len(root_parts) and parts[: len(root_parts)] == root_parts
+
+
+def _rel_parts(path: str, roots: Sequence[Path]) -> tuple[str, ...] | None:
+    for root in roots:
+        if is_within(path, root):
+            return Path(os.path.normpath(path)).parts[len(Path(os.path.normpath(root)).parts) :]
+    return None
+
+
+def _roots_text(roots: Sequence[Path]) -> str:
+    return ", ".join(str(r) for r in roots) or "(none)"
+
+
+class Policy:
+    """Rules (allow / ask / deny) plus the sandbox's root limits; decides every call centrally."""
+
+    def __init__(
+        self,
+        *,
+        allow: Iterable[str | Rule] = (),
+        ask: Iterable[str | Rule] = (),
+        deny: Iterable[str | Rule] = (),
+    ) -> None:
+        self.allow = tuple(r if isinstance(r, Rule) else parse_rule(r) for r in allow)
+        self.ask = tuple(r if isinstance(r, Rule) else parse_rule(r) for r in ask)
+        self.deny = tuple(r if isinstance(r, Rule) else parse_rule(r) for r in deny)
+        self._cache: dict[tuple[str, ...], tuple[tuple[Rule, ...], ...]] = {}
+
+    def rules_for(self, names: tuple[str, ...]) -> tuple[tuple[Rule, ...], ...]:
+        """(deny, ask, allow) rules that name one of these tool names."""
+        cached = self._cache.get(names)
+        if cached is None:
+            cached = tuple(
+                tuple(r for r in rules if r.tool in names)
+                for rules in (self.deny, self.ask, self.allow)
+            )
+            self._cache[names] = cached
+        return cached
+
+    def has_rules_for(self, names: tuple[str, ...]) -> bool:
+        """True if any rule names this tool (lets the runtime skip work when none does)."""
+        return any(self.rules_for(names))
+
+    def decide(
+        self,
+        *,
+        names: tuple[str, ...],
+        kind: ToolKind,
+        read_only: bool,
+        requests: Sequence[PermissionRequest],
+        mode: PermissionMode,
+        read_roots: Sequence[Path],
+        write_roots: Sequence[Path],
+        session_allow: Sequence[Rule] = (),
+        hook: Behavior | None = None,
+        hook_reason: str = "",
+    ) -> Decision:
+        """Decide one call. `requests` hold resolved absolute paths."""
+        tool = names[0]
+        deny, ask, allow = self.rules_for(names)
+        roots = (*write_roots, *read_roots)
+        for rule in deny:
+            if rule.specifier is None or any(
+                rule_matches_request(rule, q, roots) for q in requests
+            ):
+                return Decision(
+                    behavior="deny",
+                    reason=f"the rule `{rule.text}` denies this call",
+                    rule=rule.text,
+                    source="rule",
+                )
+        limit = self._check_roots(requests, read_roots, write_roots)
+        if limit is not None:
+            return limit
+        if mode is PermissionMode.PLAN and not read_only:
+            if requests and all(_is_plan_file(q, write_roots) for q in requests):
+                return Decision(behavior="allow", reason="writing the plan file in plan mode")
+            return Decision(
+                behavior="deny",
+                reason=(
+                    f"`{tool}` changes things and the session is in plan mode, where only "
+                    "read-only calls run; finish the plan and exit plan mode first"
+                ),
+                source="mode",
+            )
+        if hook == "deny":
+            return Decision(
+                behavior="deny", reason=hook_reason or "a hook blocked this call", source="hook"
+            )
+        if hook == "allow":
+            return Decision(
+                behavior="allow", reason=hook_reason or "allowed by a hook", source="hook"
+            )
+        if hook == "ask":
+            return self._ask(mode, hook_reason or "a hook asks for approval", None, "hook")
+        for rule in ask:
+            if rule.specifier is None or any(
+                rule_matches_request(rule, q, roots) for q in requests
+            ):
+                if mode is PermissionMode.BYPASS:
+                    return ALLOW
+                return self._ask(
+                    mode, f"the rule `{rule.text}` asks for approval", rule.text, "rule"
+                )
+        if mode is PermissionMode.BYPASS:
+            return ALLOW
+        allow_rules = [*allow, *(r for r in session_allow if r.tool in names)]
+        covered = _covered(allow_rules, requests, roots)
+        if covered is not None:
+            return Decision(
+                behavior="allow", reason=f"allowed by `{covered}`", rule=covered, source="rule"
+            )
+        if read_only:
+            return ALLOW
+        if (
+            mode is PermissionMode.ACCEPT_EDITS
+            and kind in _EDIT_KINDS
+            and requests
+            and all(isinstance(q, ReadPath | WritePath) for q in requests)
+        ):
+            return Decision(
+                behavior="allow", reason="file edits inside the write roots are accepted"
+            )
+        return self._ask(mode, f"`{tool}` can change things", None, "mode")
+
+    @staticmethod
+    def _ask(
+        mode: PermissionMode, reason: str, rule: str | None, source: Literal["rule", "mode", "hook"]
+    ) -> Decision:
+        if mode is PermissionMode.DONT_ASK:
+            return Decision(
+                behavior="deny",
+                reason=reason + ", and the session does not ask for approvals (dont_ask mode)",
+                rule=rule,
+                source=source,
+            )
+        return Decision(behavior="ask", reason=reason, rule=rule, source=source)
+
+    @staticmethod
+    def _check_roots(
+        requests: Sequence[PermissionRequest],
+        read_roots: Sequence[Path],
+        write_roots: Sequence[Path],
+    ) -> Decision | None:
+        readable = (*read_roots, *write_roots)
+        for q in requests:
+            if isinstance(q, WritePath):
+                rel = _rel_parts(q.path, write_roots)
+                if rel is None:
+                    return Decision(
+                        behavior="deny",
+                        reason=f"{q.path} is outside the write roots ({_roots_text(write_roots)})",
+                        source="roots",
+                        code=ErrorCode.OUTSIDE_WRITE_ROOTS,
+                    )
+                if rel and rel[0] in PROTECTED_DIRS and rel[:2] != PLAN_DIR:
+                    return Decision(
+                        behavior="deny",
+                        reason=f"{q.path} is inside {rel[0]}/, which stays read-only",
+                        source="roots",
+                        code=ErrorCode.OUTSIDE_WRITE_ROOTS,
+                    )
+            elif isinstance(q, ReadPath) and _rel_parts(q.path, readable) is None:
+                return Decision(
+                    behavior="deny",
+                    reason=f"{q.path} is outside the read roots ({_roots_text(readable)})",
+                    source="roots",
+                    code=ErrorCode.OUTSIDE_READ_ROOTS,
+                )
+        return None
+
+
+def _is_plan_file(q: PermissionRequest, write_roots: Sequence[Path]) -> bool:
+    if not isinstance(q, WritePath):
+        return isinstance(q, ReadPath)
+    rel = _rel_parts(q.path, write_roots)
+    return rel is not None and len(rel) > 2 and rel[:2] == PLAN_DIR
+
+
+def _covered(
+    rules: Sequence[Rule], requests: Sequence[PermissionRequest], roots: Sequence[Path]
+) -> str | None:
+    """The (first) allow rule text if the rules cover the whole call, else None."""
+    if not rules:
+        return None
+    for rule in rules:
+        if rule.specifier is None:
+            return rule.text
+    if not requests:
+        return None
+    first: str | None = None
+    for q in requests:
+        units: tuple[PermissionRequest, ...]
+        if isinstance(q, RunCommand):
+            # Every simple command of a compound must be allowed on its own.
+            units = tuple(RunCommand(command=c) for c in (q.commands or (q.command,)))
+        else:
+            units = (q,)
+        for unit in units:
+            hit = next((r for r in rules if rule_matches_request(r, unit, roots)), None)
+            if hit is None:
+                return None
+            first = first or hit.text
+    return first
+
+
+def suggest_rules(
+    tool: str, requests: Sequence[PermissionRequest], roots: Sequence[Path]
+) -> tuple[str, ...]:
+    """Rules an "allow always" answer could add, most specific first."""
+    out: list[str] = []
+    for q in requests:
+        if isinstance(q, RunCommand):
+            for cmd in q.commands or (q.command,):
+                words = _split(cmd)
+                if words:
+                    out.append(f"{tool}({' '.join(words[:2])}:*)")
+        elif isinstance(q, ReadPath | WritePath):
+            rel = next((p for p in (_rel_parts(q.path, roots),) if p is not None), None)
+            out.append(f"{tool}({'/'.join(rel) if rel else q.path})")
+        elif isinstance(q, FetchUrl):
+            host = urlsplit(q.url).hostname
+            if host:
+                out.append(f"{tool}(domain:{host})")
+    out.append(tool)
+    seen: list[str] = []
+    for r in out:
+        if r not in seen:
+            seen.append(r)
+    return tuple(seen)
+
+
+def _split(cmd: str) -> list[str]:
+    try:
+        return shlex.split(cmd)
+    except ValueError:
+        return cmd.split()
