@@ -87,12 +87,16 @@ __all__ = [
     "tool",
 ]
 
-# Tracebacks and reprs name the public path (`handrail.Runtime`), not the private module.
-for _name in __all__:
-    _obj = globals()[_name]
-    if getattr(_obj, "__module__", "").startswith("handrail."):
-        try:
-            _obj.__module__ = "handrail"
-        except (AttributeError, TypeError):
-            pass
-del _name, _obj
+
+def _publish() -> None:
+    # Tracebacks and reprs name the public path (`handrail.Runtime`), not the private module.
+    for name in __all__:
+        obj = globals()[name]
+        if getattr(obj, "__module__", "").startswith("handrail."):
+            try:
+                obj.__module__ = "handrail"
+            except (AttributeError, TypeError):
+                pass
+
+
+_publish()

@@ -60,13 +60,13 @@ class Session:
 
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     mode: PermissionMode = PermissionMode.DEFAULT
-    files: dict[str, FileRecord] = field(default_factory=dict)
+    files: dict[str, FileRecord] = field(default_factory=dict[str, FileRecord])
     """Files read in this session, by resolved absolute path."""
-    activated: list[str] = field(default_factory=list)
+    activated: list[str] = field(default_factory=list[str])
     """Deferred tools activated through tool_search, in activation order."""
-    allow_rules: list[str] = field(default_factory=list)
+    allow_rules: list[str] = field(default_factory=list[str])
     """Rules added by "allow always" answers."""
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict[str, Any])
     """Free-form state for tools (a todo list, background jobs), keyed by the tool's name."""
     results_dir: Path | None = None
     """Where oversized results are saved; a temporary directory is created on first use."""

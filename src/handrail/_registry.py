@@ -52,6 +52,7 @@ class Registry:
         self.version = 0
         """Bumped on every change, so callers can cache what they derive from the registry."""
         self._list_cache: dict[tuple[Any, ...], list[Tool]] = {}
+        self._has_deferred: bool | None = None
         for t in tools:
             self.add(t)
         for t in imported:
@@ -74,6 +75,7 @@ class Registry:
         for key in (instance.name, *instance.aliases):
             self._lookup[key] = instance
         self._search_tool = None
+        self._has_deferred = None
         self.version += 1
         self._list_cache.clear()
         return self
@@ -197,7 +199,9 @@ class Registry:
     @property
     def has_deferred(self) -> bool:
         """True when some tool is deferred (tool_search is then part of the registry)."""
-        return any(t.deferred for t in self._lookup.values())
+        if self._has_deferred is None:
+            self._has_deferred = any(t.deferred for t in self._lookup.values())
+        return self._has_deferred
 
     def deferred_tools(self) -> list[Tool]:
         """Every deferred tool, in registry order."""

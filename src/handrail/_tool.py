@@ -12,7 +12,7 @@ import re
 import sys
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, ClassVar, TypeVar, cast, overload
+from typing import Any, ClassVar, cast, overload
 
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -30,8 +30,6 @@ DEFAULT_MAX_RESULT_CHARS = 30_000
 
 Flag = bool | Callable[[Any], bool]
 """A behaviour flag: fixed, or decided from the validated arguments."""
-
-FuncT = TypeVar("FuncT", bound=Callable[..., Any])
 
 
 def check_name(name: str, what: str = "tool name") -> str:
@@ -311,10 +309,10 @@ class FunctionTool(Tool):
 
     def run(self, args: Any, ctx: ToolContext) -> Any:
         """Call the function with the validated fields (and the context, if it asks for one)."""
-        kwargs = {name: getattr(args, name) for name in self._field_names}
-        if self._ctx_param is not None:
-            kwargs[self._ctx_param] = ctx
-        return self.fn(**kwargs)
+        # The model forbids extra fields, so its __dict__ is exactly the function's parameters.
+        if self._ctx_param is None:
+            return self.fn(**args.__dict__)
+        return self.fn(**args.__dict__, **{self._ctx_param: ctx})
 
 
 def _description(doc: docstring_parser.Docstring) -> str:
@@ -365,9 +363,8 @@ def _args_model(
         else:
             fields[param.name] = (annotation, Field(default, description=description))
     model_name = "".join(w.capitalize() for w in fn.__name__.split("_")) + "Args"
-    model = cast(
-        type[BaseModel],
-        create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields),  # pyright: ignore[reportCallIssue, reportArgumentType]
+    model: type[BaseModel] = create_model(
+        model_name, __config__=ConfigDict(extra="forbid"), **fields
     )
     return model, ctx_param
 
@@ -398,7 +395,7 @@ def _caller_locals(depth: int) -> Mapping[str, Any]:
 
 
 @overload
-def tool(fn: FuncT, /) -> FunctionTool: ...
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
 
 
 @overload

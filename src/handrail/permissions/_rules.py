@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pathspec
@@ -38,7 +39,7 @@ class Rule:
     """The tool name (or alias) it applies to."""
     specifier: str | None = None
     """What inside the call it matches; None matches every call to the tool."""
-    _spec: pathspec.PathSpec | None = field(default=None, repr=False, compare=False)
+    _spec: pathspec.GitIgnoreSpec | None = field(default=None, repr=False, compare=False)
 
     def matches_path(self, path: str, roots: Sequence[Path]) -> bool:
         """Does the glob match this absolute, resolved path?"""
@@ -106,7 +107,7 @@ def parse_rule(text: str) -> Rule:
             raise ConfigurationError(f"invalid permission rule {text!r}: empty parentheses")
         if spec == "*":
             spec = None
-    compiled: pathspec.PathSpec | None = None
+    compiled: pathspec.GitIgnoreSpec | None = None
     if spec is not None and not spec.startswith("domain:"):
         pattern = (
             spec[2:]
@@ -116,7 +117,7 @@ def parse_rule(text: str) -> Rule:
             else spec
         )
         try:
-            compiled = pathspec.PathSpec.from_lines("gitwildmatch", [pattern])
+            compiled = pathspec.GitIgnoreSpec.from_lines([pattern])
         except Exception as exc:  # pathspec raises several types for bad patterns
             raise ConfigurationError(f"invalid path pattern in rule {text!r}: {exc}") from exc
     return Rule(text=text.strip(), tool=tool, specifier=spec, _spec=compiled)

@@ -78,10 +78,10 @@ class Settings:
     deny: tuple[str, ...] = ()
     default_mode: PermissionMode | None = None
     disabled_tools: tuple[str, ...] = ()
-    features: Mapping[str, bool] = field(default_factory=dict)
+    features: Mapping[str, bool] = field(default_factory=dict[str, bool])
     locale: str | None = None
     hooks: tuple[Hook, ...] = ()
-    tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict[str, Mapping[str, Any]])
     sources: tuple[Path, ...] = ()
     """The files these settings were read from."""
 

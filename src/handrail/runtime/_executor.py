@@ -32,7 +32,7 @@ from .._contract import (
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from ._runtime import Prepared, Runtime, _RunState
+    from ._runtime import Prepared, RunState, Runtime
 
 State = Literal["queued", "executing", "completed", "yielded"]
 
@@ -49,9 +49,9 @@ class _Entry:
     group: int = 0
     state: State = "queued"
     result: ToolResult | None = None
-    updates: list[StateUpdate] = field(default_factory=list)
+    updates: list[StateUpdate] = field(default_factory=list[StateUpdate])
     task: asyncio.Task[None] | None = None
-    run_state: _RunState | None = None
+    run_state: RunState | None = None
     resume_with: Approval | None = None
     interrupted: Interrupted | None = None
 
@@ -164,7 +164,10 @@ class StreamingExecutor:
                 if e.task is not None and not e.task.done():
                     self._cancel_entry(e, "The call was cancelled because the batch was abandoned.")
         assert self._tg is not None
-        await self._tg.__aexit__(exc_type, exc, tb)
+        # Children never raise (every outcome is a result), so the task group only has to wait
+        # for them; the body's own exception, if any, propagates unchanged rather than wrapped
+        # in an ExceptionGroup.
+        await self._tg.__aexit__(None, None, None)
 
     # -- feeding -----------------------------------------------------------------------------
 
@@ -216,7 +219,7 @@ class StreamingExecutor:
         self._pump()
 
     def status(self, call_id: str) -> State:
-        """Where a call is: queued, executing, completed or yielded."""
+        """Where a call is: queued, executing, completed, or yielded (handed to the consumer)."""
         return self._by_id[call_id].state
 
     def cancel(self, call_id: str | None = None, reason: str = "The call was cancelled.") -> None:
@@ -246,7 +249,12 @@ class StreamingExecutor:
             item = await self._out.get()
             if item is _DONE:
                 return
-            yield item
+            if isinstance(item, _Entry):
+                item.state = "yielded"
+                assert item.result is not None
+                yield item.result
+            else:
+                yield item
 
     # -- scheduling --------------------------------------------------------------------------
 
@@ -292,12 +300,12 @@ class StreamingExecutor:
             self._next_start += 1
 
     def _start(self, e: _Entry) -> None:
-        from ._runtime import _RunState
+        from ._runtime import RunState
 
         assert self._tg is not None and e.prepared is not None
         e.prepared.t0 = time.perf_counter()  # duration counts from the start, not the queue
         e.state = "executing"
-        e.run_state = _RunState()
+        e.run_state = RunState()
         e.task = self._tg.create_task(self._run(e))
 
     async def _run(self, e: _Entry) -> None:
@@ -335,7 +343,10 @@ class StreamingExecutor:
         group = [x for x in self._entries if x.group == failed.group and x is not failed]
         if not group:
             return
-        reason = f"Cancelled because the shell call `{failed.call.id}` in the same parallel group failed."
+        reason = (
+            f"Cancelled because the shell call `{failed.call.id}` "
+            "in the same parallel group failed."
+        )
         for x in group:
             if not x.shell:
                 continue
@@ -385,8 +396,7 @@ class StreamingExecutor:
             assert e.result is not None
             for update in e.updates:
                 update(self._session)
-            e.state = "yielded"
-            self._out.put_nowait(e.result)
+            self._out.put_nowait(e)
             self._next_yield += 1
 
     def _block_rest(self) -> None:

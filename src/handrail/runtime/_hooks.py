@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 import logging
@@ -24,7 +25,7 @@ class PreHookOutcome:
     reason: str = ""
     blocked: bool = False
     updated_input: Mapping[str, Any] | None = None
-    context: list[str] = field(default_factory=list)
+    context: list[str] = field(default_factory=list[str])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,7 +51,7 @@ async def _run_one(hook: Hook, event: HookEvent, cwd: str) -> _Answer:
         except Exception as exc:
             logger.exception("hook %r failed", hook.name)
             return _Answer(response=None, blocked=f"hook {hook.name!r} failed: {exc}", failed=True)
-        if value is not None and not isinstance(value, HookResponse):
+        if value is not None and not isinstance(value, HookResponse):  # pyright: ignore[reportUnnecessaryIsInstance]
             return _Answer(
                 response=None,
                 blocked=f"hook {hook.name!r} returned {type(value).__name__}, not HookResponse",
@@ -134,7 +135,7 @@ async def run_pre_hooks(hooks: Sequence[Hook], event: HookEvent, cwd: str) -> Pr
             outcome.context.append(resp.additional_context)
         if resp.updated_input is not None:
             outcome.updated_input = resp.updated_input
-            current = HookEvent(**{**_fields(current), "tool_input": resp.updated_input})
+            current = dataclasses.replace(current, tool_input=resp.updated_input)
         if resp.decision == "deny":
             outcome.decision, outcome.reason = (
                 "deny",
@@ -160,16 +161,3 @@ async def run_post_hooks(hooks: Sequence[Hook], event: HookEvent, cwd: str) -> l
         elif answer.response is not None and answer.response.additional_context:
             notes.append(answer.response.additional_context)
     return notes
-
-
-def _fields(event: HookEvent) -> dict[str, Any]:
-    return {
-        "event": event.event,
-        "session_id": event.session_id,
-        "cwd": event.cwd,
-        "mode": event.mode,
-        "tool_name": event.tool_name,
-        "tool_input": event.tool_input,
-        "call_id": event.call_id,
-        "result": event.result,
-    }

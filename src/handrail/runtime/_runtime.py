@@ -79,7 +79,7 @@ class Pending:
     prepared: Prepared
     session: Session
     request: ApprovalRequest
-    context_notes: list[str] = field(default_factory=list)
+    context_notes: list[str] = field(default_factory=list[str])
 
 
 @dataclass(slots=True, frozen=True)
@@ -104,7 +104,7 @@ class _Plan:
 
 
 @dataclass(slots=True)
-class _RunState:
+class RunState:
     """Why a running call's task was cancelled (timeout, host cancel, sibling failure)."""
 
     reason: Literal["timeout", "cancel", "sibling"] | None = None
@@ -216,8 +216,9 @@ class Runtime:
         self._plans: dict[str, _Plan] = {}
         self._table: dict[str, Tool] = {}
         self._table_version = -1
+        self._visible: dict[tuple[Any, ...], list[str]] = {}
         self._pending: dict[str, Pending] = {}
-        self._running: dict[str, _RunState] = {}
+        self._running: dict[str, RunState] = {}
         self._hook_cache: dict[tuple[str, str], tuple[Hook, ...]] = {}
         self._session_rules: dict[str, _Rule] = {}
         self._default_perm_requests = Tool.permission_requests
@@ -371,7 +372,7 @@ class Runtime:
         *,
         approved: bool = False,
         notes: list[str] | None = None,
-        state: _RunState | None = None,
+        state: RunState | None = None,
         progress: ProgressFunc | None = None,
     ) -> ToolResult:
         """Stages 4-8 for a validated call."""
@@ -379,7 +380,7 @@ class Runtime:
         plan = self._plans.get(tool.name) or self._plan(tool)
         if progress is not None:
             if state is None:
-                state = _RunState()
+                state = RunState()
             state.progress = progress
         ctx = self._context(call, tool, session, state) if plan.context else None
         notes = list(notes) if notes else []
@@ -461,6 +462,7 @@ class Runtime:
                     table[key] = t
         self._table = table
         self._plans.clear()
+        self._visible.clear()
         self._table_version = self.registry.version
 
     def _plan(self, tool: Tool) -> _Plan:
@@ -491,7 +493,7 @@ class Runtime:
         interrupted: Interrupted,
         answer: Approval,
         updates: list[StateUpdate],
-        state: _RunState | None = None,
+        state: RunState | None = None,
     ) -> ToolResult:
         """Carry on with one interrupted call, given the host's answer."""
         pending = self._pending.pop(interrupted.call_id, None)
@@ -588,7 +590,7 @@ class Runtime:
         pending: Pending,
         answer: Approval,
         updates: list[StateUpdate],
-        state: _RunState | None,
+        state: RunState | None,
     ) -> ToolResult:
         p, session = pending.prepared, pending.session
         if answer.kind == "deny":
@@ -606,7 +608,7 @@ class Runtime:
                 raise ConfigurationError("Approval.edit needs the edited arguments")
             edited = replace(p.call, arguments=answer.arguments)
             try:
-                args = p.tool.validator.validate(answer.arguments, self.locale)  # pyright: ignore[reportArgumentType]
+                args = p.tool.validator.validate(answer.arguments, self.locale)
             except InvalidArguments as exc:
                 return self._invalid(
                     edited,
@@ -634,13 +636,13 @@ class Runtime:
         ctx: ToolContext | None,
         updates: list[StateUpdate],
         notes: list[str],
-        state: _RunState | None,
+        state: RunState | None,
     ) -> ToolResult:
         tool, call = p.tool, p.call
         timeout = plan.timeout
         task = asyncio.current_task()
         if state is None:
-            state = _RunState()
+            state = RunState()
         state.task, state.ctx = task, ctx
         running = self._running
         running[call.id] = state
@@ -689,7 +691,7 @@ class Runtime:
         self,
         p: Prepared,
         session: Session,
-        state: _RunState,
+        state: RunState,
         notes: list[str],
         timeout: float | None,
     ) -> ToolResult:
@@ -724,7 +726,8 @@ class Runtime:
             content = value.content
             base = value
         else:
-            content = value if type(value) is str else to_text(value)
+            kind = type(value)
+            content = value if kind is str else str(value) if kind is int else to_text(value)
             base = None
         meta: Mapping[str, Any] = base.metadata if base is not None else EMPTY
         ok = base.ok if base is not None else True
@@ -835,7 +838,11 @@ class Runtime:
         )
 
     def _not_found(self, call: ToolCall, session: Session, t0: float) -> ToolResult:
-        visible = [t.name for t in self.registry.list(session=session) if t.name in self._table]
+        key = (session.mode, tuple(session.activated))
+        visible = self._visible.get(key)
+        if visible is None:
+            tools = self.registry.list(session=session)
+            visible = self._visible[key] = [t.name for t in tools if t.name in self._table]
         guesses = closest(call.name, visible)
         if guesses:
             hint = "Did you mean " + " or ".join(f"`{g}`" for g in guesses) + "?"
@@ -854,7 +861,7 @@ class Runtime:
     # -- small helpers -----------------------------------------------------------------------
 
     def _context(
-        self, call: ToolCall, tool: Tool, session: Session, state: _RunState | None = None
+        self, call: ToolCall, tool: Tool, session: Session, state: RunState | None = None
     ) -> ToolContext:
         timeout = tool.timeout if tool.timeout is not None else self.default_timeout
         return ToolContext(
@@ -912,7 +919,7 @@ class Runtime:
         )
 
 
-def _expire(state: _RunState) -> None:
+def _expire(state: RunState) -> None:
     if state.reason is None and state.task is not None:
         state.reason = "timeout"
         if state.ctx is not None:

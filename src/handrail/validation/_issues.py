@@ -62,6 +62,9 @@ def _squash(name: str) -> str:
     return name.replace("_", "").replace("-", "").lower()
 
 
+_SQUASHED: dict[tuple[str, ...], list[str]] = {}
+
+
 def closest(name: str, candidates: Sequence[str], n: int = 3) -> list[str]:
     """The candidates most like `name`, best first.
 
@@ -69,10 +72,15 @@ def closest(name: str, candidates: Sequence[str], n: int = 3) -> list[str]:
     it (`path` for `file_path`).
     """
     squashed = _squash(name)
-    exact = [c for c in candidates if _squash(c) == squashed]
+    key = tuple(candidates)
+    squashed_candidates = _SQUASHED.get(key)
+    if squashed_candidates is None:
+        squashed_candidates = [_squash(c) for c in candidates]
+        if len(_SQUASHED) < 1024:
+            _SQUASHED[key] = squashed_candidates
+    exact = [c for c, sc in zip(candidates, squashed_candidates, strict=True) if sc == squashed]
     if exact:
         return exact[:n]
-    squashed_candidates = [_squash(c) for c in candidates]
     found = [
         candidates[i]
         for _, _, i in process.extract(
@@ -134,10 +142,20 @@ def json_issue(detail: str, line: int, column: int, locale: str, raw: str) -> Va
     )
 
 
+_FRAMES: dict[tuple[str, str], tuple[str, str, str]] = {}
+
+
 def format_issues(tool: str, issues: Sequence[ValidationIssue], locale: str = "en") -> str:
     """The INVALID_ARGS content: a header, `- <path>: <message>` per issue, a call-again line."""
-    lines = [message(locale, "header", tool=tool)]
-    root = message(locale, "root")
-    lines.extend(f"- {i.path or root}: {i.message}" for i in issues)
-    lines.append(message(locale, "footer", tool=tool))
-    return "\n".join(lines)
+    frame = _FRAMES.get((tool, locale))
+    if frame is None:
+        frame = (
+            message(locale, "header", tool=tool),
+            message(locale, "root"),
+            message(locale, "footer", tool=tool),
+        )
+        if len(_FRAMES) < 4096:
+            _FRAMES[(tool, locale)] = frame
+    header, root, footer = frame
+    body = "\n".join([f"- {i.path or root}: {i.message}" for i in issues])
+    return f"{header}\n{body}\n{footer}"

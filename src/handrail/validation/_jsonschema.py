@@ -55,8 +55,9 @@ class JsonSchemaArgs:
             data = json.loads(json.dumps(raw, default=str))
         if not isinstance(data, dict):
             raise InvalidArguments((issue("", "not_object", "object", data, locale),))
-        if self._validator.is_valid(data):
-            return data
+        args = cast(dict[str, Any], data)
+        if self._validator.is_valid(args):
+            return args
         raise InvalidArguments(self.to_issues(data, locale))
 
     def to_issues(self, data: Any, locale: str) -> tuple[ValidationIssue, ...]:

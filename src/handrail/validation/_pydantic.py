@@ -90,11 +90,18 @@ class PydanticArgs:
         errors = exc.errors(include_url=False)
         if not text.strip():
             return self.validate("{}", locale)
-        if any(e["type"] == "json_invalid" for e in errors):
+        json_invalid = integral = False
+        for e in errors:
+            kind = e["type"]
+            if kind == "json_invalid":
+                json_invalid = True
+            elif kind == "int_type" and isinstance(e["input"], float):
+                integral = True
+        if json_invalid:
             parsed = parse_arguments(text, locale)
             if isinstance(parsed, ValidationIssue):
                 raise InvalidArguments((parsed,))
-        repaired = self._repair_integral_floats(text, errors)
+        repaired = self._repair_integral_floats(text, errors) if integral else None
         if repaired is not None:
             try:
                 return self._validator.validate_json(repaired, strict=True)
@@ -131,7 +138,7 @@ class PydanticArgs:
             kind = err["type"]
             loc = tuple(err["loc"])
             value = err.get("input")
-            ctx = cast(dict[str, Any], err.get("ctx") or {})
+            ctx: dict[str, Any] = err.get("ctx") or {}
             if kind == "missing":
                 parts, _, _ = self._walk(loc[:-1])
                 out.append(missing_issue(parts, str(loc[-1]), locale))
@@ -204,12 +211,15 @@ def _replace_at(data: Any, loc: tuple[str | int, ...] | list[str | int]) -> bool
     """Replace the integral float at `loc` (skipping union tags) with an int."""
     parent: Any = None
     key: Any = None
-    node = data
+    node: Any = data
     for seg in loc:
         if isinstance(node, dict) and seg in node:
-            parent, key, node = node, seg, cast(dict[Any, Any], node)[seg]
-        elif isinstance(node, list) and isinstance(seg, int) and 0 <= seg < len(node):  # pyright: ignore[reportUnknownArgumentType]
-            parent, key, node = node, seg, cast(list[Any], node)[seg]
+            parent, key = cast(dict[Any, Any], node), seg
+            node = parent[key]
+        elif isinstance(node, list) and isinstance(seg, int):
+            items = cast(list[Any], node)
+            if 0 <= seg < len(items):
+                parent, key, node = items, seg, items[seg]
     if parent is not None and isinstance(node, float) and node.is_integer():
         parent[key] = int(node)
         return True

@@ -21,6 +21,9 @@ _TAG_TYPES = {
 }
 
 
+_NOTHING: JsonSchema = {}
+
+
 def resolve(root: JsonSchema, node: JsonSchema) -> JsonSchema:
     """Follow local `$ref`s (`#/$defs/X`, `#/definitions/X`) until a concrete node."""
     seen = 0
@@ -64,7 +67,7 @@ def walk(root: JsonSchema, loc: Sequence[str | int]) -> tuple[list[str | int], J
 
     Returns the data path (union member tags dropped) and the schema node at the end of it.
     """
-    node = resolve(root, root)
+    node: JsonSchema = resolve(root, root)
     parts: list[str | int] = []
     for seg in loc:
         node = resolve(root, node)
@@ -89,7 +92,7 @@ def walk(root: JsonSchema, loc: Sequence[str | int]) -> tuple[list[str | int], J
                 if isinstance(seg, int):
                     parts.append(seg)
                     items = node.get("items")
-                    node = cast(JsonSchema, items) if isinstance(items, Mapping) else {}
+                    node = cast(JsonSchema, items) if isinstance(items, Mapping) else _NOTHING
                 continue
         addl = node.get("additionalProperties")
         if isinstance(seg, str) and isinstance(addl, Mapping):
@@ -98,7 +101,7 @@ def walk(root: JsonSchema, loc: Sequence[str | int]) -> tuple[list[str | int], J
             continue
         if isinstance(seg, int):
             parts.append(seg)
-            node = {}
+            node = _NOTHING
             continue
         # A string that is not a property here is a validator tag (`function-after[...]`).
         if props is None and not branches and not node:
