@@ -174,8 +174,6 @@ async def test_failed_shell_call_cancels_its_shell_siblings() -> None:
 
 
 async def test_shell_failure_outside_a_group_cancels_nothing() -> None:
-    tr = Tracker()
-
     @tool(kind=ToolKind.EXECUTE, read_only=True)
     async def sh_alone(ok: bool) -> str:
         """Not concurrency-safe: runs alone."""

@@ -726,7 +726,7 @@ class Runtime:
             content = value.content
             base = value
         else:
-            kind = type(value)
+            kind: type[Any] = type(value)
             content = value if kind is str else str(value) if kind is int else to_text(value)
             base = None
         meta: Mapping[str, Any] = base.metadata if base is not None else EMPTY
