@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from .._context import PermissionMode, Session, StateUpdate, ToolContext
 from .._contract import (
@@ -726,7 +726,7 @@ class Runtime:
             content = value.content
             base = value
         else:
-            kind: type[Any] = type(value)
+            kind = cast(type, type(value))
             content = value if kind is str else str(value) if kind is int else to_text(value)
             base = None
         meta: Mapping[str, Any] = base.metadata if base is not None else EMPTY
