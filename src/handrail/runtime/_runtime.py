@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from .._context import PermissionMode, Session, StateUpdate, ToolContext
 from .._contract import (
@@ -726,8 +726,12 @@ class Runtime:
             content = value.content
             base = value
         else:
-            kind = cast(type, type(value))
-            content = value if kind is str else str(value) if kind is int else to_text(value)
+            if type(value) is str:  # noqa: E721 - exact type checks are the fast path here
+                content = value
+            elif type(value) is int:  # noqa: E721
+                content = str(value)
+            else:
+                content = to_text(value)
             base = None
         meta: Mapping[str, Any] = base.metadata if base is not None else EMPTY
         ok = base.ok if base is not None else True
