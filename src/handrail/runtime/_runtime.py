@@ -726,9 +726,9 @@ class Runtime:
             content = value.content
             base = value
         else:
-            if type(value) is str:  # noqa: E721 - exact type checks are the fast path here
+            if type(value) is str:
                 content = value
-            elif type(value) is int:  # noqa: E721
+            elif type(value) is int:
                 content = str(value)
             else:
                 content = to_text(value)
