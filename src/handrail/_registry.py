@@ -65,6 +65,14 @@ class Registry:
         instance = tool() if isinstance(tool, type) else tool
         if not isinstance(instance, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigurationError(f"not a tool: {tool!r} (decorate functions with @tool)")
+        if not isinstance(instance, ToolSearch) and ToolSearch.name in (
+            instance.name,
+            *instance.aliases,
+        ):
+            raise ConfigurationError(
+                f"{instance!r}: the name {ToolSearch.name!r} is reserved for the built-in search "
+                "over deferred tools"
+            )
         for key in (instance.name, *instance.aliases):
             if key in self._lookup:
                 other = self._lookup[key]
@@ -81,9 +89,16 @@ class Registry:
         return self
 
     def merge(self, *others: Registry) -> Registry:
-        """A new registry with this one's tools and the others'; duplicate names are an error."""
-        merged = Registry(disabled=self.disabled, features=self._features)
-        for reg in (self, *others):
+        """A new registry with this one's tools and the others'; duplicate names are an error.
+
+        A feature flag is on in the merged registry if any of the merged registries turns it on.
+        """
+        regs = (self, *others)
+        features: FeatureFunc | Mapping[str, bool] | None = self._features
+        if any(r._features is not None for r in others):
+            features = lambda flag: any(r.feature_enabled(flag) for r in regs)  # noqa: E731
+        merged = Registry(disabled=self.disabled, features=features)
+        for reg in regs:
             for t in reg._local.values():
                 merged.add(t)
             for t in reg._imported.values():
@@ -123,6 +138,20 @@ class Registry:
         return self._imported.get(tool.name) is tool
 
     # -- availability and listing ------------------------------------------------------------
+
+    def with_features(self, features: Mapping[str, bool]) -> Registry:
+        """A copy where `features` (e.g. from settings) override this registry's flags."""
+        overrides = dict(features)
+
+        def enabled(flag: str) -> bool:
+            if flag in overrides:
+                return overrides[flag]
+            return self.feature_enabled(flag)
+
+        copy = Registry(features=enabled).merge(self)
+        copy._features = enabled
+        copy._list_cache.clear()
+        return copy
 
     def feature_enabled(self, flag: str) -> bool:
         """Whether a feature flag is on (flags not configured are off)."""

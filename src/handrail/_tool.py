@@ -12,7 +12,7 @@ import re
 import sys
 import typing
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, ClassVar, cast, overload
+from typing import Annotated, Any, ClassVar, cast, overload
 
 import docstring_parser
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -127,17 +127,17 @@ class Tool:
         self.aliases = tuple(self.aliases)
         for alias in self.aliases:
             check_name(alias, "alias")
-        if (
-            self.read_only is True
-            and "destructive" not in vars(self)
-            and (type(self).destructive is Tool.destructive)
-        ):
+        stated = "destructive" in vars(self) or any(
+            "destructive" in vars(c) for c in type(self).__mro__ if c is not Tool
+        )
+        if self.read_only is True and not stated:
             self.destructive = False  # read-only implies non-destructive unless stated
         if self.timeout is not None and self.timeout <= 0:
             raise ConfigurationError(f"tool {self.name!r}: timeout must be positive seconds")
         if self.max_result_chars < 200:
             raise ConfigurationError(f"tool {self.name!r}: max_result_chars must be >= 200")
-        self.is_async = inspect.iscoroutinefunction(self.run)
+        if "is_async" not in vars(self):
+            self.is_async = inspect.iscoroutinefunction(self.run)
         self._check_inline()
 
     def _check_inline(self) -> None:
@@ -271,10 +271,8 @@ class JsonSchemaTool(Tool):
         self.handler = handler
         self._with_ctx = _accepts_context(handler)
         self.needs_context = self._with_ctx
-        self._handler_is_async = inspect.iscoroutinefunction(handler)
+        self.is_async = inspect.iscoroutinefunction(handler)
         super().__init__(name=name, description=description, **options)
-        self.is_async = self._handler_is_async
-        self._check_inline()
 
     def run(self, args: Any, ctx: ToolContext) -> Any:
         """Call the handler with the validated arguments."""
@@ -295,24 +293,26 @@ class FunctionTool(Tool):
     ) -> None:
         self.fn = fn
         doc = docstring_parser.parse(inspect.getdoc(fn) or "")
-        model, ctx_param = _args_model(fn, doc, localns)
+        model, ctx_param, renamed = _args_model(fn, doc, localns)
         self.validator = PydanticArgs(model)
         self._ctx_param = ctx_param
         self.needs_context = ctx_param is not None
-        self._field_names = tuple(model.model_fields)
+        self._renamed = renamed
         options.setdefault("name", fn.__name__)
         if "description" not in options:
             options["description"] = _description(doc)
-        super().__init__(**options)
         self.is_async = inspect.iscoroutinefunction(fn)
-        self._check_inline()
+        super().__init__(**options)
 
     def run(self, args: Any, ctx: ToolContext) -> Any:
         """Call the function with the validated fields (and the context, if it asks for one)."""
         # The model forbids extra fields, so its __dict__ is exactly the function's parameters.
+        kwargs: dict[str, Any] = args.__dict__
+        if self._renamed:
+            kwargs = {self._renamed.get(k, k): v for k, v in kwargs.items()}
         if self._ctx_param is None:
-            return self.fn(**args.__dict__)
-        return self.fn(**args.__dict__, **{self._ctx_param: ctx})
+            return self.fn(**kwargs)
+        return self.fn(**kwargs, **{self._ctx_param: ctx})
 
 
 def _description(doc: docstring_parser.Docstring) -> str:
@@ -330,14 +330,22 @@ def _hints(fn: Callable[..., Any], localns: Mapping[str, Any] | None) -> dict[st
         ) from exc
 
 
+def _field_name(param: str) -> str | None:
+    """A safe model field name for a parameter whose own name Pydantic cannot use."""
+    if param.startswith(("_", "model_")) or hasattr(BaseModel, param):
+        return "p_" + param.lstrip("_") + "_"
+    return None
+
+
 def _args_model(
     fn: Callable[..., Any],
     doc: docstring_parser.Docstring,
     localns: Mapping[str, Any] | None,
-) -> tuple[type[BaseModel], str | None]:
+) -> tuple[type[BaseModel], str | None, dict[str, str]]:
     hints = _hints(fn, localns)
     docs = {p.arg_name: (p.description or "").strip() for p in doc.params}
     fields: dict[str, Any] = {}
+    renamed: dict[str, str] = {}
     ctx_param: str | None = None
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -358,15 +366,24 @@ def _args_model(
         description = docs.get(param.name) or None
         if _has_field_description(annotation):
             description = None
+        extra: dict[str, Any] = {}
+        if description is not None:
+            extra["description"] = description
+        field_name = _field_name(param.name)
+        if field_name is not None:
+            # `schema`, `json`, `_x`, `model_x`: valid parameters, reserved in Pydantic models.
+            renamed[field_name] = param.name
+            extra["alias"] = param.name
         if isinstance(default, FieldInfo):
-            fields[param.name] = (annotation, default)
+            if extra:
+                annotation = Annotated[annotation, Field(**extra)]
+            fields[field_name or param.name] = (annotation, default)
         else:
-            fields[param.name] = (annotation, Field(default, description=description))
+            fields[field_name or param.name] = (annotation, Field(default, **extra))
     model_name = "".join(w.capitalize() for w in fn.__name__.split("_")) + "Args"
-    model: type[BaseModel] = create_model(
-        model_name, __config__=ConfigDict(extra="forbid"), **fields
-    )
-    return model, ctx_param
+    config = ConfigDict(extra="forbid", protected_namespaces=())
+    model: type[BaseModel] = create_model(model_name, __config__=config, **fields)
+    return model, ctx_param, renamed
 
 
 def _is_context(annotation: Any) -> bool:

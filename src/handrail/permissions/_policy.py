@@ -34,7 +34,7 @@ from .._contract import (
     ToolKind,
     WritePath,
 )
-from ._rules import Rule, parse_rule, rule_matches_request
+from ._rules import Rule, parse_rule, rule_matches_request, simple_commands
 
 __all__ = ["Decision", "Policy", "is_within"]
 
@@ -258,8 +258,12 @@ def _covered(
     for q in requests:
         units: tuple[PermissionRequest, ...]
         if isinstance(q, RunCommand):
-            # Every simple command of a compound must be allowed on its own.
-            units = tuple(RunCommand(command=c) for c in (q.commands or (q.command,)))
+            # Every simple command of a compound must be allowed on its own, and a line whose
+            # effects a rule cannot see (substitution, redirection) is never covered.
+            commands, opaque = simple_commands(q)
+            if opaque:
+                return None
+            units = tuple(RunCommand(command=c, commands=(c,)) for c in commands)
         else:
             units = (q,)
         for unit in units:
@@ -277,7 +281,7 @@ def suggest_rules(
     out: list[str] = []
     for q in requests:
         if isinstance(q, RunCommand):
-            for cmd in q.commands or (q.command,):
+            for cmd in simple_commands(q)[0]:
                 words = _split(cmd)
                 if words:
                     out.append(f"{tool}({' '.join(words[:2])}:*)")

@@ -122,6 +122,24 @@ def parse_rule(text: str) -> Rule:
     return Rule(text=text.strip(), tool=tool, specifier=spec, _spec=compiled)
 
 
+_OPERATORS = re.compile(r"&&|\|\||[;&|\n]")
+_OPAQUE = re.compile(r"\$\(|`|[<>()]|\$\{|\beval\b")
+
+
+def simple_commands(request: RunCommand) -> tuple[tuple[str, ...], bool]:
+    """The simple commands of a request, and whether the line hides anything a rule can't see.
+
+    A tool that parsed its command line passes `commands`. Otherwise the line is split on shell
+    operators (`;`, `&&`, `||`, `|`, `&`, newlines) as a fallback, and any substitution,
+    redirection, subshell or eval makes it opaque: no allow rule then covers it.
+    """
+    if request.commands:
+        return request.commands, False
+    line = request.command
+    parts = tuple(p.strip() for p in _OPERATORS.split(line) if p.strip())
+    return parts or (line,), bool(_OPAQUE.search(line))
+
+
 def rule_matches_request(rule: Rule, request: PermissionRequest, roots: Sequence[Path]) -> bool:
     """Does the rule match this request (for a compound command: any simple command)?"""
     if rule.specifier is None:
@@ -129,7 +147,8 @@ def rule_matches_request(rule: Rule, request: PermissionRequest, roots: Sequence
     if isinstance(request, RunCommand):
         if rule.specifier.startswith("domain:"):
             return False
-        return any(rule.matches_command(c) for c in (request.commands or (request.command,)))
+        commands, _ = simple_commands(request)
+        return any(rule.matches_command(c) for c in commands)
     if isinstance(request, ReadPath | WritePath):
         return rule.matches_path(request.path, roots)
     if isinstance(request, FetchUrl):

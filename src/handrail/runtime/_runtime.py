@@ -101,6 +101,8 @@ class _Plan:
     timeout: float | None
     thread: bool
     """A sync tool that runs on a worker thread."""
+    read_only: bool | None
+    """The read-only flag when it does not depend on the input, else None."""
 
 
 @dataclass(slots=True)
@@ -190,7 +192,7 @@ class Runtime:
             else base
         )
         if self.settings.features:
-            self.registry = _with_features(self.registry, self.settings.features)
+            self.registry = self.registry.with_features(self.settings.features)
         self.read_roots = _roots(read_roots, self.root)
         self.write_roots = _roots(write_roots, self.root)
         self.cwd = Path(resolve_path(str(cwd), self.root)) if cwd is not None else self.root
@@ -218,7 +220,12 @@ class Runtime:
         self._table_version = -1
         self._visible: dict[tuple[Any, ...], list[str]] = {}
         self._pending: dict[str, Pending] = {}
-        self._running: dict[str, RunState] = {}
+        # A running call maps to its RunState, or (cheaper, the common case) to (task, ctx);
+        # a RunState is made on demand when such a call is cancelled.
+        self._running: dict[
+            str, RunState | tuple[asyncio.Task[Any] | None, ToolContext | None]
+        ] = {}
+        self._stops: dict[str, RunState] = {}
         self._hook_cache: dict[tuple[str, str], tuple[Hook, ...]] = {}
         self._session_rules: dict[str, _Rule] = {}
         self._default_perm_requests = Tool.permission_requests
@@ -321,8 +328,16 @@ class Runtime:
 
     def cancel(self, call_id: str, reason: str = "The call was cancelled.") -> bool:
         """Cancel a running call; its result becomes CANCELLED. False if it is not running."""
-        state = self._running.get(call_id)
-        if state is None or state.task is None or state.reason is not None:
+        entry = self._running.get(call_id)
+        if entry is None:
+            return False
+        if isinstance(entry, RunState):
+            state = entry
+        else:
+            if call_id in self._stops:
+                return False
+            state = self._stops[call_id] = RunState(task=entry[0], ctx=entry[1])
+        if state.task is None or state.reason is not None:
             return False
         state.reason, state.message = "cancel", reason
         if state.ctx is not None:
@@ -418,7 +433,7 @@ class Runtime:
                         return refused
             hook_decision, hook_reason = outcome.decision, outcome.reason
         # 6 permit: one central decision from what the tool says it will touch.
-        read_only = tool.is_read_only(p.args)
+        read_only = plan.read_only if plan.read_only is not None else tool.is_read_only(p.args)
         if (
             not plan.requests
             and not plan.rules
@@ -484,6 +499,7 @@ class Runtime:
             if tool.timeout is not None
             else (None if tool.inline and not tool.is_async else self.default_timeout),
             thread=not tool.is_async and not tool.inline,
+            read_only=tool.read_only if isinstance(tool.read_only, bool) else None,
         )
         self._plans[tool.name] = plan
         return plan
@@ -641,14 +657,18 @@ class Runtime:
         tool, call = p.tool, p.call
         timeout = plan.timeout
         task = asyncio.current_task()
-        if state is None:
-            state = RunState()
-        state.task, state.ctx = task, ctx
         running = self._running
-        running[call.id] = state
         timer: asyncio.TimerHandle | None = None
-        if timeout is not None and task is not None:
-            timer = asyncio.get_running_loop().call_later(timeout, _expire, state)
+        if state is None and timeout is None:
+            mine: RunState | tuple[asyncio.Task[Any] | None, ToolContext | None] = (task, ctx)
+        else:
+            if state is None:
+                state = RunState()
+            state.task, state.ctx = task, ctx
+            mine = state
+            if timeout is not None and task is not None:
+                timer = asyncio.get_running_loop().call_later(timeout, _expire, state)
+        running[call.id] = mine
         try:
             if tool.is_async:
                 value = await tool.run(p.args, ctx)  # pyright: ignore[reportArgumentType]
@@ -659,7 +679,9 @@ class Runtime:
         except asyncio.CancelledError:
             if ctx is not None:
                 ctx.cancel()
-            if state.reason is None or task is None or task.uncancel() > 0:
+            if state is None:
+                state = self._stops.pop(call.id, None)
+            if state is None or state.reason is None or task is None or task.uncancel() > 0:
                 raise  # cancelled from outside: cancellation propagates
             return await self._stopped(p, session, state, notes, timeout)
         except ToolFailure as exc:
@@ -673,16 +695,21 @@ class Runtime:
         finally:
             if timer is not None:
                 timer.cancel()
-            if running.get(call.id) is state:
+            if running.get(call.id) is mine:
                 del running[call.id]
-        if state.reason is not None and task is not None:
+        if state is None and self._stops:
+            state = self._stops.pop(call.id, None)
+        if state is not None and state.reason is not None and task is not None:
             # The tool swallowed our cancellation and returned anyway: the stop still counts.
             if task.uncancel() > 0:
                 raise asyncio.CancelledError
             return await self._stopped(p, session, state, notes, timeout)
         if ctx is not None and ctx._updates:  # pyright: ignore[reportPrivateUsage]
             updates.extend(ctx._updates)  # pyright: ignore[reportPrivateUsage]
-        result = self._shape(value, tool, call, session, p.t0)
+        if type(value) is str and value and len(value) <= tool.max_result_chars:
+            result = make_result(True, value, call.id, tool.name, time.perf_counter() - p.t0)
+        else:
+            result = self._shape(value, tool, call, session, p.t0)
         if notes or plan.post:
             return await self._post(p, plan, session, result, notes, failed=not result.ok)
         return result
@@ -938,11 +965,6 @@ def _exc_text(exc: BaseException) -> str:
 
 def _load(root: Path) -> Settings:
     return load_settings(root)
-
-
-def _with_features(registry: Registry, features: Mapping[str, bool]) -> Registry:
-    merged = Registry(disabled=registry.disabled, features=features).merge(registry)
-    return merged
 
 
 from ._executor import Batch, StreamingExecutor  # noqa: E402  (circular: executor uses Runtime)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
@@ -21,7 +21,16 @@ from ._errors import InvalidArguments
 from ._issues import describe, issue, missing_issue, pointer, unknown_field_issue
 from ._json import dump_arguments, parse_arguments
 from ._messages import message
-from ._schema import FORMAT_NAMES, JsonSchema, describe_types, property_names, strip_titles, walk
+from ._schema import (
+    FORMAT_NAMES,
+    JsonSchema,
+    allows_extra,
+    clean,
+    describe_types,
+    property_names,
+    resolve,
+    walk,
+)
 
 _TYPE_NAMES = {
     "int_type": "integer",
@@ -63,8 +72,12 @@ class PydanticArgs:
         self.model = model
         self._validator = model.__pydantic_validator__
         self._full_schema: JsonSchema = model.model_json_schema()
-        self.schema: dict[str, Any] = strip_titles(self._full_schema)
-        """The JSON Schema shown to the model (generated titles dropped)."""
+        # Unknown fields are refused at every depth (nested models included), unless a model
+        # explicitly allows extras; the schema the model sees says the same.
+        open_ = allows_extra(self._full_schema)
+        self._extra: Literal["forbid"] | None = None if open_ else "forbid"
+        self.schema: dict[str, Any] = clean(self._full_schema, close=not open_)
+        """The JSON Schema shown to the model."""
         # Error locations map to data paths through the schema; the mapping depends only on
         # the schema, so it is worked out once per location.
         self._walks: dict[tuple[str | int, ...], tuple[list[str | int], str, JsonSchema]] = {}
@@ -82,7 +95,7 @@ class PydanticArgs:
         """Return the validated model instance or raise `InvalidArguments` with every issue."""
         text: str | bytes = raw if isinstance(raw, str | bytes) else dump_arguments(raw)
         try:
-            return self._validator.validate_json(text, strict=True)
+            return self._validator.validate_json(text, strict=True, extra=self._extra)
         except ValidationError as exc:
             return self._slow_path(text, exc, locale)
 
@@ -104,7 +117,7 @@ class PydanticArgs:
         repaired = self._repair_integral_floats(text, errors) if integral else None
         if repaired is not None:
             try:
-                return self._validator.validate_json(repaired, strict=True)
+                return self._validator.validate_json(repaired, strict=True, extra=self._extra)
             except ValidationError as again:
                 errors = again.errors(include_url=False)
         raise InvalidArguments(self.to_issues(errors, locale))
@@ -140,7 +153,17 @@ class PydanticArgs:
             value = err.get("input")
             ctx: dict[str, Any] = err.get("ctx") or {}
             if kind == "missing":
-                parts, _, _ = self._walk(loc[:-1])
+                parts, path, node = self._walk(loc[:-1])
+                prefix = node.get("prefixItems")
+                for branch in node.get("anyOf", ()) if prefix is None else ():
+                    prefix = resolve(root, branch).get("prefixItems") or prefix
+                if isinstance(loc[-1], int) and isinstance(prefix, list):
+                    # A short fixed-length array: say so once, at the array, as the JSON
+                    # Schema track does.
+                    if not any(i.path == path and i.expected.startswith("at least") for i in out):
+                        n = len(cast(list[Any], prefix))
+                        out.append(issue(path, "items", f"at least {n} items", value, locale))
+                    continue
                 out.append(missing_issue(parts, str(loc[-1]), locale))
                 continue
             if kind == "extra_forbidden":
@@ -152,7 +175,14 @@ class PydanticArgs:
             if not parts and kind in ("model_type", "dict_type", "model_attributes_type"):
                 out.append(issue("", "not_object", "object", value, locale))
                 continue
-            new = _issue_for(kind, path, value, ctx, err["msg"], locale)
+            enum = node.get("enum")
+            if kind in ("literal_error", "enum") and isinstance(enum, list):
+                options = ", ".join(
+                    json.dumps(o, ensure_ascii=False) for o in cast(list[Any], enum)
+                )
+                new = issue(path, "enum", options, value, locale)
+            else:
+                new = _issue_for(kind, path, value, ctx, err["msg"], locale)
             if path in by_path and kind in _TYPE_NAMES:
                 # Several union members refused the same value: say it once, naming them all.
                 expected = describe_types(root, _parent_union(root, loc) or node)

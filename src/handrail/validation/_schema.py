@@ -87,6 +87,10 @@ def walk(root: JsonSchema, loc: Sequence[str | int]) -> tuple[list[str | int], J
                 parts.append(seg)
                 node = cast(JsonSchema, cast(Mapping[str, Any], chosen["properties"])[seg])
                 continue
+            if how == "key" and chosen is not None:
+                parts.append(seg)
+                node = cast(JsonSchema, chosen["additionalProperties"])
+                continue
             if chosen is not None:
                 node = chosen
                 if isinstance(seg, int):
@@ -124,6 +128,10 @@ def _choose_branch(branches: list[JsonSchema], seg: str | int) -> tuple[str, Jso
             return "tag", b
         if wanted is not None and _json_type(b) == wanted:
             return "tag", b
+    # Not a tag: a key of a mapping member (`dict[str, int] | None`).
+    for b in branches:
+        if isinstance(b.get("additionalProperties"), Mapping):
+            return "key", b
     return "tag", None
 
 
@@ -169,18 +177,39 @@ def describe_types(root: JsonSchema, node: JsonSchema) -> str:
     return " or ".join(seen) if seen else "a valid value"
 
 
-def strip_titles(schema: Any) -> Any:
-    """Drop Pydantic's auto-generated `title` keys: tokens the model gains nothing from."""
+def allows_extra(schema: Any) -> bool:
+    """True if some object in the schema explicitly accepts unknown fields."""
+    if isinstance(schema, Mapping):
+        node = cast(Mapping[str, Any], schema)
+        if node.get("additionalProperties") is True:
+            return True
+        return any(allows_extra(v) for v in node.values())
+    if isinstance(schema, list):
+        return any(allows_extra(v) for v in cast(list[Any], schema))
+    return False
+
+
+def clean(schema: Any, *, close: bool) -> Any:
+    """The model-facing form of a generated schema.
+
+    Drops Pydantic's generated `title`s (tokens the model gains nothing from) and `uniqueItems`
+    (a `set` parameter removes duplicates rather than refusing them); with `close`, marks every
+    object `additionalProperties: false`, matching validation that refuses unknown fields.
+    """
     if isinstance(schema, Mapping):
         out: dict[str, Any] = {}
         for key, value in cast(Mapping[str, Any], schema).items():
-            if key == "title" and isinstance(value, str):
+            if key in ("title", "uniqueItems") and isinstance(value, str | bool):
                 continue
             if key in ("properties", "$defs", "definitions") and isinstance(value, Mapping):
-                out[key] = {k: strip_titles(v) for k, v in cast(Mapping[str, Any], value).items()}
+                out[key] = {
+                    k: clean(v, close=close) for k, v in cast(Mapping[str, Any], value).items()
+                }
             else:
-                out[key] = strip_titles(value)
+                out[key] = clean(value, close=close)
+        if close and "properties" in out and "additionalProperties" not in out:
+            out["additionalProperties"] = False
         return out
     if isinstance(schema, list):
-        return [strip_titles(v) for v in cast(list[Any], schema)]
+        return [clean(v, close=close) for v in cast(list[Any], schema)]
     return schema
