@@ -139,7 +139,12 @@ class Policy:
         if limit is not None:
             return limit
         if mode is PermissionMode.PLAN and not read_only:
-            if requests and all(_is_plan_file(q, write_roots) for q in requests):
+            writes = [q for q in requests if isinstance(q, WritePath)]
+            if (
+                writes
+                and all(_is_plan_file(q, write_roots) for q in writes)
+                and all(isinstance(q, ReadPath | WritePath) for q in requests)
+            ):
                 return Decision(behavior="allow", reason="writing the plan file in plan mode")
             return Decision(
                 behavior="deny",
@@ -236,9 +241,7 @@ class Policy:
         return None
 
 
-def _is_plan_file(q: PermissionRequest, write_roots: Sequence[Path]) -> bool:
-    if not isinstance(q, WritePath):
-        return isinstance(q, ReadPath)
+def _is_plan_file(q: WritePath, write_roots: Sequence[Path]) -> bool:
     rel = _rel_parts(q.path, write_roots)
     return rel is not None and len(rel) > 2 and rel[:2] == PLAN_DIR
 

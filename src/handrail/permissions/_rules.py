@@ -108,13 +108,9 @@ def parse_rule(text: str) -> Rule:
             spec = None
     compiled: pathspec.GitIgnoreSpec | None = None
     if spec is not None and not spec.startswith("domain:"):
-        pattern = (
-            spec[2:]
-            if spec.startswith("~/")
-            else spec.lstrip("/")
-            if spec.startswith("/")
-            else spec
-        )
+        # `/x` and `~/x` keep a leading slash: in gitignore syntax that anchors the pattern at
+        # the base it is matched against (the filesystem root, or the home directory).
+        pattern = "/" + spec[2:] if spec.startswith("~/") else spec
         try:
             compiled = pathspec.GitIgnoreSpec.from_lines([pattern])
         except Exception as exc:  # pathspec raises several types for bad patterns

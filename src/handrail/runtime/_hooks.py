@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from ..permissions import Hook, HookEvent, HookResponse
 from ..sandbox import run_command
+from ._threads import POOL
 
 logger = logging.getLogger("handrail")
 
@@ -39,9 +40,14 @@ class _Answer:
 async def _run_one(hook: Hook, event: HookEvent, cwd: str) -> _Answer:
     if hook.func is not None:
         try:
-            value = hook.func(event)
-            if inspect.isawaitable(value):
-                value = await asyncio.wait_for(value, hook.timeout)
+            if inspect.iscoroutinefunction(hook.func):
+                value = await asyncio.wait_for(hook.func(event), hook.timeout)
+            else:
+                # A sync hook runs on a worker thread so it can neither block the loop nor
+                # outlast its timeout (the thread is abandoned; the call is blocked).
+                value = await asyncio.wait_for(POOL.submit(hook.func, event), hook.timeout)
+                if inspect.isawaitable(value):
+                    value = await asyncio.wait_for(value, hook.timeout)
         except TimeoutError:
             return _Answer(
                 response=None,
@@ -51,7 +57,7 @@ async def _run_one(hook: Hook, event: HookEvent, cwd: str) -> _Answer:
         except Exception as exc:
             logger.exception("hook %r failed", hook.name)
             return _Answer(response=None, blocked=f"hook {hook.name!r} failed: {exc}", failed=True)
-        if value is not None and not isinstance(value, HookResponse):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if value is not None and not isinstance(value, HookResponse):
             return _Answer(
                 response=None,
                 blocked=f"hook {hook.name!r} returned {type(value).__name__}, not HookResponse",

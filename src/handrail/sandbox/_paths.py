@@ -23,19 +23,6 @@ def resolve_path(path: str, cwd: Path) -> str:
     if path.startswith("@"):
         path = path[1:]
     path = os.path.expanduser(path)
-    joined = os.path.normpath(os.path.join(cwd, path))
-    return _realpath_of_existing_prefix(joined)
-
-
-def _realpath_of_existing_prefix(path: str) -> str:
-    if os.path.lexists(path):
-        return os.path.realpath(path)
-    head, tail = os.path.split(path)
-    rest = [tail]
-    while head and not os.path.lexists(head):
-        head, tail = os.path.split(head)
-        if not tail:
-            break
-        rest.append(tail)
-    base = os.path.realpath(head) if head else os.sep
-    return os.path.normpath(os.path.join(base, *reversed(rest)))
+    # No lexical normalisation first: `link/..` is the parent of the link's target, not `.`.
+    # realpath resolves component by component and keeps the missing tail of a new path.
+    return os.path.realpath(os.path.join(cwd, path))

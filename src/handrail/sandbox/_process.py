@@ -67,6 +67,38 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
+def _pipe_holders(inodes: set[int]) -> list[int]:
+    """Processes other than us holding one of these pipes open.
+
+    These are a command's escaped background children (setsid, double fork) that still hold
+    its stdout or stderr: no longer our descendants, but still its doing.
+    """
+    if not inodes:
+        return []
+    wanted = {f"pipe:[{i}]" for i in inodes}
+    me = os.getpid()
+    found: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{entry}/fd/{fd}") in wanted:
+                    found.append(int(entry))
+                    break
+            except OSError:
+                continue
+    return found
+
+
 def _signal_all(pid: int, sig: signal.Signals, extra: list[int]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
@@ -75,32 +107,47 @@ def _signal_all(pid: int, sig: signal.Signals, extra: list[int]) -> None:
             os.kill(p, sig)
 
 
-async def kill_tree(proc: asyncio.subprocess.Process, grace: float = GRACE_SECONDS) -> None:
-    """SIGTERM the process group and every descendant, then SIGKILL after `grace` seconds."""
+async def kill_tree(
+    proc: asyncio.subprocess.Process, grace: float = GRACE_SECONDS, pipes: set[int] | None = None
+) -> None:
+    """SIGTERM the command's whole tree, then SIGKILL what is left after `grace` seconds.
+
+    The tree is the process group, every descendant, and every process holding the command's
+    output pipes.
+    """
     pid = proc.pid
-    family = _descendants(pid)
+    family = sorted(set(_descendants(pid)) | set(_pipe_holders(pipes or set())))
     _signal_all(pid, signal.SIGTERM, family)
     try:
         await asyncio.wait_for(proc.wait(), grace)
     except TimeoutError:
         pass
-    family = sorted(set(family) | set(_descendants(pid)))
+    family = sorted(set(family) | set(_descendants(pid)) | set(_pipe_holders(pipes or set())))
     _signal_all(pid, signal.SIGKILL, family)
     with contextlib.suppress(ProcessLookupError):
-        await proc.wait()
+        await _exited(proc)
 
 
-async def _read_capped(stream: asyncio.StreamReader | None, cap: int) -> bytes:
+async def _read_capped(stream: asyncio.StreamReader | None, cap: int, buf: bytearray) -> None:
+    # Reads into `buf` so that what arrived is kept even if the read is cancelled later.
     if stream is None:
-        return b""
-    buf = bytearray()
+        return
     while True:
         chunk = await stream.read(65536)
         if not chunk:
             break
         if len(buf) < cap:
             buf += chunk[: cap - len(buf)]
-    return bytes(buf)
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> int:
+    # Process.wait() in Python 3.11 also waits for the pipes to close, which a background
+    # child can hold open forever; the exit status itself arrives without them.
+    delay = 0.001
+    while proc.returncode is None:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.02)
+    return proc.returncode
 
 
 async def run_command(
@@ -131,28 +178,48 @@ async def run_command(
         with contextlib.suppress(BrokenPipeError, ConnectionResetError):
             proc.stdin.close()
 
-    out_task = asyncio.ensure_future(_read_capped(proc.stdout, max_output))
-    err_task = asyncio.ensure_future(_read_capped(proc.stderr, max_output))
+    pipes = _pipe_inodes(proc)
+    out, err = bytearray(), bytearray()
+    out_task = asyncio.ensure_future(_read_capped(proc.stdout, max_output, out))
+    err_task = asyncio.ensure_future(_read_capped(proc.stderr, max_output, err))
     timed_out = False
     try:
-        await asyncio.wait_for(asyncio.gather(feed(), proc.wait()), timeout)
+        await asyncio.wait_for(asyncio.gather(feed(), _exited(proc)), timeout)
     except TimeoutError:
         timed_out = True
-        await kill_tree(proc)
+        await kill_tree(proc, pipes=pipes)
     except BaseException:
-        await kill_tree(proc)
+        await kill_tree(proc, pipes=pipes)
         out_task.cancel()
         err_task.cancel()
         raise
-    # Pipes may be held open by escaped descendants: drain for a bounded time only.
-    done, pending = await asyncio.wait({out_task, err_task}, timeout=GRACE_SECONDS)
+    exit_code = None if timed_out else proc.returncode
+    # Whatever the command left running (background children) dies with it; then the pipes
+    # are drained for a bounded time, keeping what already arrived.
+    if not timed_out and (_descendants(proc.pid) or _group_alive(proc.pid) or _pipe_holders(pipes)):
+        await kill_tree(proc, grace=0.5, pipes=pipes)
+    _, pending = await asyncio.wait({out_task, err_task}, timeout=GRACE_SECONDS)
     for task in pending:
         task.cancel()
-    stdout = out_task.result() if out_task in done else b""
-    stderr = err_task.result() if err_task in done else b""
     return CommandResult(
-        exit_code=None if timed_out else proc.returncode,
-        stdout=stdout,
-        stderr=stderr,
-        timed_out=timed_out,
+        exit_code=exit_code, stdout=bytes(out), stderr=bytes(err), timed_out=timed_out
     )
+
+
+def _pipe_inodes(proc: asyncio.subprocess.Process) -> set[int]:
+    inodes: set[int] = set()
+    for stream in (proc.stdout, proc.stderr):
+        transport = getattr(stream, "_transport", None)
+        pipe = transport.get_extra_info("pipe") if transport is not None else None
+        if pipe is not None:
+            with contextlib.suppress(OSError, ValueError):
+                inodes.add(os.fstat(pipe.fileno()).st_ino)
+    return inodes
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
