@@ -163,7 +163,9 @@ class Registry:
 
     def available(self, tool: Tool, provider: str | None = None) -> bool:
         """Not disabled, feature flag on, and offered to this provider."""
-        if tool.name in self.disabled:
+        if self.disabled and (
+            tool.name in self.disabled or any(a in self.disabled for a in tool.aliases)
+        ):
             return False
         if tool.feature is not None and not self.feature_enabled(tool.feature):
             return False

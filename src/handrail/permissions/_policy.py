@@ -163,6 +163,8 @@ class Policy:
                 behavior="allow", reason=hook_reason or "allowed by a hook", source="hook"
             )
         if hook == "ask":
+            if mode is PermissionMode.BYPASS:
+                return ALLOW
             return self._ask(mode, hook_reason or "a hook asks for approval", None, "hook")
         for rule in ask:
             if rule.specifier is None or any(
@@ -224,10 +226,12 @@ class Policy:
                         source="roots",
                         code=ErrorCode.OUTSIDE_WRITE_ROOTS,
                     )
-                if rel and rel[0] in PROTECTED_DIRS and rel[:2] != PLAN_DIR:
+                protected = next((d for d in rel if d in PROTECTED_DIRS), None)
+                if protected is not None and rel[:2] != PLAN_DIR:
+                    # Any .git (nested repositories, submodules) and any .handrail folder.
                     return Decision(
                         behavior="deny",
-                        reason=f"{q.path} is inside {rel[0]}/, which stays read-only",
+                        reason=f"{q.path} is inside a {protected}/ folder, which stays read-only",
                         source="roots",
                         code=ErrorCode.OUTSIDE_WRITE_ROOTS,
                     )

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from .._context import PermissionMode, Session, StateUpdate, ToolContext
 from .._contract import (
     EMPTY,
@@ -44,6 +46,7 @@ from ..permissions import (
     HookEvent,
     Policy,
     Settings,
+    is_within,
     load_settings,
     parse_rule,
     suggest_rules,
@@ -196,6 +199,11 @@ class Runtime:
         self.read_roots = _roots(read_roots, self.root)
         self.write_roots = _roots(write_roots, self.root)
         self.cwd = Path(resolve_path(str(cwd), self.root)) if cwd is not None else self.root
+        if not any(is_within(str(self.cwd), r) for r in (*self.read_roots, *self.write_roots)):
+            raise ConfigurationError(
+                f"cwd {self.cwd} is outside the roots "
+                f"({', '.join(str(r) for r in (*self.read_roots, *self.write_roots))})"
+            )
         self.policy = Policy(
             allow=(*self.settings.allow, *allow),
             ask=(*self.settings.ask, *ask),
@@ -379,26 +387,54 @@ class Runtime:
             return prepared
         return await self.proceed(prepared, session, updates)
 
-    async def proceed(
+    def proceed(
         self,
         p: Prepared,
         session: Session,
         updates: list[StateUpdate],
         *,
         approved: bool = False,
+        hooks_again: bool = False,
         notes: list[str] | None = None,
         state: RunState | None = None,
         progress: ProgressFunc | None = None,
-    ) -> ToolResult:
-        """Stages 4-8 for a validated call."""
-        tool, call = p.tool, p.call
+    ) -> Awaitable[ToolResult]:
+        """Stages 4-8 for a validated call; await the result.
+
+        A plain function returning the awaitable: when no stage before the run needs to await
+        (no business-rule check, no pre-tool hook), the call goes straight to the run, one
+        coroutine frame shorter. The stages and their order are the same either way.
+        """
+        tool = p.tool
         plan = self._plans.get(tool.name) or self._plan(tool)
         if progress is not None:
             if state is None:
                 state = RunState()
             state.progress = progress
-        ctx = self._context(call, tool, session, state) if plan.context else None
+        ctx = self._context(p.call, tool, session, state) if plan.context else None
         notes = list(notes) if notes else []
+        run_hooks = bool(plan.pre) and (not approved or hooks_again)
+        if plan.check or run_hooks:
+            return self._proceed_async(
+                p, plan, session, ctx, updates, notes, approved, run_hooks, state
+            )
+        return self._permit_and_run(
+            p, plan, session, ctx, updates, notes, approved, state, None, ""
+        )
+
+    async def _proceed_async(
+        self,
+        p: Prepared,
+        plan: _Plan,
+        session: Session,
+        ctx: ToolContext | None,
+        updates: list[StateUpdate],
+        notes: list[str],
+        approved: bool,
+        run_hooks: bool,
+        state: RunState | None,
+    ) -> ToolResult:
+        tool, call = p.tool, p.call
         # 4 check: business rules, before permissions and before any I/O the tool does.
         if plan.check:
             assert ctx is not None
@@ -408,7 +444,7 @@ class Runtime:
         # 5 hooks: may block, ask, allow, or rewrite the input (which is validated again).
         hook_decision: str | None = None
         hook_reason = ""
-        if plan.pre and not approved:
+        if run_hooks:
             outcome = await run_pre_hooks(
                 plan.pre, self._event("pre_tool_use", p, session), str(self.cwd)
             )
@@ -432,23 +468,42 @@ class Runtime:
                     if refused is not None:
                         return refused
             hook_decision, hook_reason = outcome.decision, outcome.reason
+            if approved and hook_decision == "ask":
+                hook_decision = None  # the user has just approved this very call
+        return await self._permit_and_run(
+            p, plan, session, ctx, updates, notes, approved, state, hook_decision, hook_reason
+        )
+
+    def _permit_and_run(
+        self,
+        p: Prepared,
+        plan: _Plan,
+        session: Session,
+        ctx: ToolContext | None,
+        updates: list[StateUpdate],
+        notes: list[str],
+        approved: bool,
+        state: RunState | None,
+        hook_decision: str | None,
+        hook_reason: str,
+    ) -> Awaitable[ToolResult]:
+        tool, call = p.tool, p.call
         # 6 permit: one central decision from what the tool says it will touch.
         read_only = plan.read_only if plan.read_only is not None else tool.is_read_only(p.args)
         if (
-            not plan.requests
-            and not plan.rules
-            and hook_decision is None
-            and (read_only or session.mode is PermissionMode.BYPASS)
+            plan.requests
+            or plan.rules
+            or hook_decision is not None
+            or not (read_only or session.mode is PermissionMode.BYPASS)
         ):
-            pass  # nothing a rule, request or hook could change: allowed, as decide() would say
-        else:
+            # Otherwise nothing a rule, request or hook could change: allowed, as decide() says.
             requests: tuple[PermissionRequest, ...] = ()
             if plan.requests:
                 assert ctx is not None
                 try:
                     requests = self._resolve_requests(tool.permission_requests(p.args, ctx))
                 except ToolFailure as exc:
-                    return self._fail(call, tool.name, p.t0, exc.code, exc.message)
+                    return _ready(self._fail(call, tool.name, p.t0, exc.code, exc.message))
             decision = self.policy.decide(
                 names=plan.names,
                 kind=tool.kind,
@@ -463,11 +518,11 @@ class Runtime:
             )
             if decision.behavior == "deny":
                 denial = Denial(reason=decision.reason, source=decision.source, rule=decision.rule)
-                return self._denied(p, denial, decision.code)
+                return _ready(self._denied(p, denial, decision.code))
             if decision.behavior == "ask" and not approved:
-                return await self._ask(p, session, decision, requests, updates, notes)
+                return self._ask(p, session, decision, requests, updates, notes)
         # 7 run, 8 shape.
-        return await self._run(p, plan, session, ctx, updates, notes, state)
+        return self._run(p, plan, session, ctx, updates, notes, state)
 
     def _rebuild(self) -> None:
         table: dict[str, Tool] = {}
@@ -639,7 +694,10 @@ class Runtime:
                 "below is for the edited call, do not repeat the original call.",
             ]
             p2 = Prepared(call=edited, tool=p.tool, args=args, t0=p.t0)
-            return await self.proceed(p2, session, updates, approved=True, notes=notes, state=state)
+            # The edited arguments are new input: hooks see them too (they may still deny).
+            return await self.proceed(
+                p2, session, updates, approved=True, hooks_again=True, notes=notes, state=state
+            )
         return await self.proceed(
             p, session, updates, approved=True, notes=pending.context_notes, state=state
         )
@@ -931,13 +989,13 @@ class Runtime:
     def _event(
         self, name: str, p: Prepared, session: Session, result: ToolResult | None = None
     ) -> HookEvent:
-        raw = p.call.arguments
-        tool_input: Mapping[str, Any]
-        if isinstance(raw, Mapping):
-            tool_input = raw
-        else:
-            args = p.args
-            tool_input = args.model_dump(mode="json") if hasattr(args, "model_dump") else dict(args)
+        # Hooks always see the validated arguments (defaults filled in), as JSON.
+        args = p.args
+        tool_input: Mapping[str, Any] = (
+            args.model_dump(mode="json", by_alias=True)
+            if isinstance(args, BaseModel)
+            else dict(args)
+        )
         return HookEvent(
             event=name,  # pyright: ignore[reportArgumentType]
             session_id=session.id,
@@ -948,6 +1006,10 @@ class Runtime:
             call_id=p.call.id,
             result=result,
         )
+
+
+async def _ready(result: ToolResult) -> ToolResult:
+    return result
 
 
 def _expire(state: RunState) -> None:

@@ -1,0 +1,488 @@
+"""The central policy: rules, modes, roots and hook decisions, via `Policy.decide`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from handrail import (
+    ErrorCode,
+    FetchUrl,
+    PermissionMode,
+    PermissionRequest,
+    ReadPath,
+    RunCommand,
+    ToolKind,
+    WritePath,
+)
+from handrail.permissions import Decision, Policy, is_within, parse_rule
+
+M = PermissionMode
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+def decide(
+    policy: Policy,
+    ws: Path,
+    requests: Sequence[PermissionRequest] = (),
+    *,
+    names: tuple[str, ...] = ("edit_file",),
+    kind: ToolKind = ToolKind.EDIT,
+    read_only: bool = False,
+    mode: PermissionMode = M.DEFAULT,
+    read_roots: Sequence[Path] | None = None,
+    write_roots: Sequence[Path] | None = None,
+    **extra: Any,
+) -> Decision:
+    return policy.decide(
+        names=names,
+        kind=kind,
+        read_only=read_only,
+        requests=tuple(requests),
+        mode=mode,
+        read_roots=read_roots if read_roots is not None else (ws,),
+        write_roots=write_roots if write_roots is not None else (ws,),
+        **extra,
+    )
+
+
+def shell(
+    policy: Policy, ws: Path, command: str, *parts: str, mode: PermissionMode = M.DEFAULT
+) -> Decision:
+    return decide(
+        policy,
+        ws,
+        [RunCommand(command=command, commands=tuple(parts))],
+        names=("run_shell",),
+        kind=ToolKind.EXECUTE,
+        mode=mode,
+    )
+
+
+# -- rule precedence -----------------------------------------------------------------------
+
+
+def test_deny_beats_ask_beats_allow(ws: Path) -> None:
+    write = [WritePath(path=str(ws / "src" / "a.py"))]
+    all_three = Policy(allow=["edit_file"], ask=["edit_file(src/**)"], deny=["edit_file(*.py)"])
+    d = decide(all_three, ws, write)
+    assert (d.behavior, d.source, d.rule) == ("deny", "rule", "edit_file(*.py)")
+    assert "edit_file(*.py)" in d.reason
+
+    ask_and_allow = Policy(allow=["edit_file"], ask=["edit_file(src/**)"])
+    d = decide(ask_and_allow, ws, write)
+    assert (d.behavior, d.rule) == ("ask", "edit_file(src/**)")
+
+    d = decide(Policy(allow=["edit_file(src/**)"]), ws, write)
+    assert (d.behavior, d.rule, d.source) == ("allow", "edit_file(src/**)", "rule")
+
+
+def test_rule_order_in_the_lists_does_not_matter(ws: Path) -> None:
+    write = [WritePath(path=str(ws / "a.py"))]
+    d = decide(Policy(allow=["edit_file"], deny=["edit_file"]), ws, write)
+    assert d.behavior == "deny"
+
+
+def test_deny_rule_for_another_tool_does_not_apply(ws: Path) -> None:
+    d = decide(
+        Policy(deny=["write_file"], allow=["edit_file"]), ws, [WritePath(path=str(ws / "a"))]
+    )
+    assert d.behavior == "allow"
+
+
+def test_rules_match_aliases(ws: Path) -> None:
+    write = [WritePath(path=str(ws / "a.txt"))]
+    names = ("edit_file", "old_edit")
+    d = decide(Policy(deny=["old_edit"]), ws, write, names=names)
+    assert (d.behavior, d.rule) == ("deny", "old_edit")
+    d = decide(Policy(allow=["old_edit(*.txt)"]), ws, write, names=names)
+    assert d.behavior == "allow"
+
+
+def test_deny_rule_denies_a_read_only_call(ws: Path) -> None:
+    d = decide(
+        Policy(deny=["read_file(secrets/**)"]),
+        ws,
+        [ReadPath(path=str(ws / "secrets" / "key"))],
+        names=("read_file",),
+        kind=ToolKind.READ,
+        read_only=True,
+    )
+    assert (d.behavior, d.source) == ("deny", "rule")
+
+
+def test_deny_rule_with_specifier_only_denies_matching_calls(ws: Path) -> None:
+    policy = Policy(deny=["read_file(secrets/**)"])
+    d = decide(
+        policy,
+        ws,
+        [ReadPath(path=str(ws / "docs" / "a.md"))],
+        names=("read_file",),
+        kind=ToolKind.READ,
+        read_only=True,
+    )
+    assert d.behavior == "allow"
+
+
+def test_deny_rule_matches_if_any_request_matches(ws: Path) -> None:
+    reqs = [WritePath(path=str(ws / "ok.txt")), WritePath(path=str(ws / ".env"))]
+    d = decide(Policy(deny=["edit_file(.env)"]), ws, reqs)
+    assert d.behavior == "deny"
+
+
+def test_allow_rule_must_cover_every_request(ws: Path) -> None:
+    reqs = [WritePath(path=str(ws / "src" / "a.py")), WritePath(path=str(ws / "lib" / "b.py"))]
+    assert decide(Policy(allow=["edit_file(src/**)"]), ws, reqs).behavior == "ask"
+    both = Policy(allow=["edit_file(src/**)", "edit_file(lib/**)"])
+    assert decide(both, ws, reqs).behavior == "allow"
+
+
+def test_domain_rules(ws: Path) -> None:
+    def fetch(policy: Policy, url: str) -> Decision:
+        return decide(policy, ws, [FetchUrl(url=url)], names=("web_fetch",), kind=ToolKind.FETCH)
+
+    allow = Policy(allow=["web_fetch(domain:example.com)"])
+    assert fetch(allow, "https://example.com/a").behavior == "allow"
+    assert fetch(allow, "https://example.com.evil.org/a").behavior == "ask"
+    deny = Policy(deny=["web_fetch(domain:*.evil.org)"], allow=["web_fetch"])
+    assert fetch(deny, "https://cdn.evil.org/x").behavior == "deny"
+    assert fetch(deny, "https://good.org/x").behavior == "allow"
+
+
+# -- compound shell commands ---------------------------------------------------------------
+
+
+def test_prefix_rule_allows_a_simple_command(ws: Path) -> None:
+    policy = Policy(allow=["run_shell(npm test:*)"])
+    assert shell(policy, ws, "npm test --watch").behavior == "allow"
+    assert shell(policy, ws, "npm testing").behavior == "ask"
+
+
+def test_compound_command_is_not_allowed_by_a_rule_for_one_part(ws: Path) -> None:
+    policy = Policy(allow=["run_shell(npm test:*)"])
+    d = shell(policy, ws, "npm test && rm -rf x", "npm test", "rm -rf x")
+    assert d.behavior == "ask"
+
+
+def test_compound_command_is_allowed_when_every_part_is(ws: Path) -> None:
+    policy = Policy(allow=["run_shell(npm test:*)", "run_shell(rm:*)"])
+    d = shell(policy, ws, "npm test && rm -rf x", "npm test", "rm -rf x")
+    assert d.behavior == "allow"
+
+
+def test_deny_rule_for_one_part_denies_the_compound(ws: Path) -> None:
+    policy = Policy(allow=["run_shell(npm test:*)"], deny=["run_shell(rm:*)"])
+    d = shell(policy, ws, "npm test && rm -rf x", "npm test", "rm -rf x")
+    assert (d.behavior, d.rule) == ("deny", "run_shell(rm:*)")
+
+
+def test_unparsed_command_line_with_operators_is_not_allowed_by_a_prefix_rule(ws: Path) -> None:
+    # A tool that did not split its command line still must not get `npm test && rm -rf x`
+    # through a rule written for `npm test`: a permission system fails closed.
+    policy = Policy(allow=["run_shell(npm test:*)"])
+    assert shell(policy, ws, "npm test && rm -rf x").behavior != "allow"
+    assert shell(policy, ws, "npm test; rm -rf x").behavior != "allow"
+
+
+# -- modes ---------------------------------------------------------------------------------
+
+
+def test_default_mode_allows_read_only_and_asks_for_the_rest(ws: Path) -> None:
+    policy = Policy()
+    read = decide(policy, ws, [ReadPath(path=str(ws / "a"))], kind=ToolKind.READ, read_only=True)
+    assert read.behavior == "allow"
+    write = decide(policy, ws, [WritePath(path=str(ws / "a"))])
+    assert (write.behavior, write.source) == ("ask", "mode")
+    assert "edit_file" in write.reason
+    assert shell(policy, ws, "ls").behavior == "ask"
+
+
+def test_default_mode_asks_for_a_tool_that_declares_nothing(ws: Path) -> None:
+    d = decide(Policy(), ws, [], kind=ToolKind.OTHER)
+    assert d.behavior == "ask"
+
+
+@pytest.mark.parametrize("kind", [ToolKind.EDIT, ToolKind.DELETE, ToolKind.MOVE])
+def test_accept_edits_allows_file_edits_inside_write_roots(ws: Path, kind: ToolKind) -> None:
+    d = decide(Policy(), ws, [WritePath(path=str(ws / "a.txt"))], kind=kind, mode=M.ACCEPT_EDITS)
+    assert d.behavior == "allow"
+
+
+def test_accept_edits_still_asks_for_shell_and_other_kinds(ws: Path) -> None:
+    assert shell(Policy(), ws, "make", mode=M.ACCEPT_EDITS).behavior == "ask"
+    other = decide(
+        Policy(), ws, [WritePath(path=str(ws / "a"))], kind=ToolKind.OTHER, mode=M.ACCEPT_EDITS
+    )
+    assert other.behavior == "ask"
+
+
+def test_accept_edits_does_not_lift_the_write_roots(ws: Path, tmp_path: Path) -> None:
+    d = decide(Policy(), ws, [WritePath(path=str(tmp_path / "out.txt"))], mode=M.ACCEPT_EDITS)
+    assert (d.behavior, d.code) == ("deny", ErrorCode.OUTSIDE_WRITE_ROOTS)
+
+
+def test_accept_edits_respects_ask_rules(ws: Path) -> None:
+    d = decide(
+        Policy(ask=["edit_file(*.lock)"]),
+        ws,
+        [WritePath(path=str(ws / "poetry.lock"))],
+        mode=M.ACCEPT_EDITS,
+    )
+    assert d.behavior == "ask"
+
+
+def test_plan_mode_denies_anything_not_read_only(ws: Path) -> None:
+    d = decide(Policy(), ws, [WritePath(path=str(ws / "a.txt"))], mode=M.PLAN)
+    assert (d.behavior, d.source, d.code) == ("deny", "mode", ErrorCode.PERMISSION_DENIED)
+    assert "plan mode" in d.reason
+    assert shell(Policy(), ws, "ls", mode=M.PLAN).behavior == "deny"
+
+
+def test_plan_mode_is_not_lifted_by_allow_rules(ws: Path) -> None:
+    d = decide(Policy(allow=["edit_file"]), ws, [WritePath(path=str(ws / "a"))], mode=M.PLAN)
+    assert d.behavior == "deny"
+
+
+def test_plan_mode_allows_reads(ws: Path) -> None:
+    d = decide(
+        Policy(),
+        ws,
+        [ReadPath(path=str(ws / "a"))],
+        kind=ToolKind.READ,
+        read_only=True,
+        mode=M.PLAN,
+    )
+    assert d.behavior == "allow"
+
+
+def test_plan_mode_allows_writing_the_plan_file(ws: Path) -> None:
+    plan = ws / ".handrail" / "plans" / "p.md"
+    d = decide(Policy(), ws, [WritePath(path=str(plan))], mode=M.PLAN)
+    assert d.behavior == "allow"
+
+
+def test_plan_mode_plan_file_exception_is_only_for_the_plans_folder(ws: Path) -> None:
+    for path in (ws / "plans" / "p.md", ws / ".handrail" / "plans"):
+        d = decide(Policy(), ws, [WritePath(path=str(path))], mode=M.PLAN)
+        assert d.behavior == "deny", path
+
+
+def test_plan_mode_plan_file_exception_needs_every_write_to_be_a_plan(ws: Path) -> None:
+    reqs = [
+        WritePath(path=str(ws / ".handrail" / "plans" / "p.md")),
+        WritePath(path=str(ws / "src" / "a.py")),
+    ]
+    assert decide(Policy(), ws, reqs, mode=M.PLAN).behavior == "deny"
+
+
+def test_plan_mode_denies_a_changing_call_that_only_declares_reads(ws: Path) -> None:
+    # A tool that is not read-only (say, one that runs a script it names) changes things even
+    # if all it declares is a read: plan mode lets through only read-only calls and plan files.
+    d = decide(
+        Policy(), ws, [ReadPath(path=str(ws / "deploy.sh"))], kind=ToolKind.EXECUTE, mode=M.PLAN
+    )
+    assert d.behavior == "deny"
+
+
+def test_dont_ask_turns_ask_into_deny(ws: Path) -> None:
+    d = decide(Policy(), ws, [WritePath(path=str(ws / "a"))], mode=M.DONT_ASK)
+    assert (d.behavior, d.code) == ("deny", ErrorCode.PERMISSION_DENIED)
+    assert "dont_ask" in d.reason
+    d = decide(
+        Policy(ask=["edit_file"], allow=["edit_file"]),
+        ws,
+        [WritePath(path=str(ws / "a"))],
+        mode=M.DONT_ASK,
+    )
+    assert (d.behavior, d.rule) == ("deny", "edit_file")
+
+
+def test_dont_ask_still_allows_what_is_allowed(ws: Path) -> None:
+    d = decide(Policy(allow=["edit_file"]), ws, [WritePath(path=str(ws / "a"))], mode=M.DONT_ASK)
+    assert d.behavior == "allow"
+    d = decide(Policy(), ws, [ReadPath(path=str(ws / "a"))], read_only=True, mode=M.DONT_ASK)
+    assert d.behavior == "allow"
+
+
+def test_bypass_allows_everything_else(ws: Path) -> None:
+    assert shell(Policy(), ws, "rm -rf build", mode=M.BYPASS).behavior == "allow"
+    d = decide(Policy(ask=["edit_file"]), ws, [WritePath(path=str(ws / "a"))], mode=M.BYPASS)
+    assert d.behavior == "allow"
+
+
+def test_bypass_keeps_deny_rules(ws: Path) -> None:
+    d = shell(Policy(deny=["run_shell(rm:*)"]), ws, "rm -rf /", mode=M.BYPASS)
+    assert (d.behavior, d.source) == ("deny", "rule")
+
+
+def test_bypass_keeps_the_roots(ws: Path, tmp_path: Path) -> None:
+    d = decide(Policy(), ws, [WritePath(path=str(tmp_path / "x"))], mode=M.BYPASS)
+    assert (d.behavior, d.code) == ("deny", ErrorCode.OUTSIDE_WRITE_ROOTS)
+    d = decide(Policy(), ws, [WritePath(path=str(ws / ".git" / "config"))], mode=M.BYPASS)
+    assert (d.behavior, d.code) == ("deny", ErrorCode.OUTSIDE_WRITE_ROOTS)
+
+
+# -- roots ---------------------------------------------------------------------------------
+
+
+def test_write_outside_write_roots_is_refused_naming_the_roots(ws: Path, tmp_path: Path) -> None:
+    other = tmp_path / "elsewhere" / "x.txt"
+    d = decide(Policy(allow=["edit_file"]), ws, [WritePath(path=str(other))])
+    assert (d.behavior, d.source, d.code) == ("deny", "roots", ErrorCode.OUTSIDE_WRITE_ROOTS)
+    assert str(other) in d.reason
+    assert str(ws) in d.reason
+
+
+def test_roots_are_compared_by_component_not_string_prefix(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    evil = tmp_path / "ws-evil" / "a.txt"
+    d = decide(Policy(), ws, [WritePath(path=str(evil))])
+    assert (d.behavior, d.code) == ("deny", ErrorCode.OUTSIDE_WRITE_ROOTS)
+    assert not is_within("/x/ws-evil", Path("/x/ws"))
+    assert not is_within("/x/wsx/a", Path("/x/ws"))
+    assert is_within("/x/ws", Path("/x/ws"))
+    assert is_within("/x/ws/a/b", Path("/x/ws"))
+    assert is_within("/x/ws/sub/../a", Path("/x/ws"))
+    assert not is_within("/x/ws/../other", Path("/x/ws"))
+
+
+def test_write_root_itself_is_writable(ws: Path) -> None:
+    d = decide(Policy(allow=["edit_file"]), ws, [WritePath(path=str(ws))])
+    assert d.behavior == "allow"
+
+
+@pytest.mark.parametrize(
+    "rel", [".git/config", ".git", ".handrail/settings.json", ".handrail", "sub/../.git/HEAD"]
+)
+def test_protected_folders_stay_read_only(ws: Path, rel: str) -> None:
+    d = decide(Policy(allow=["edit_file"]), ws, [WritePath(path=str(ws / rel))], mode=M.BYPASS)
+    assert (d.behavior, d.code) == ("deny", ErrorCode.OUTSIDE_WRITE_ROOTS)
+    assert "read-only" in d.reason
+
+
+def test_plans_folder_is_writable(ws: Path) -> None:
+    d = decide(
+        Policy(allow=["edit_file"]), ws, [WritePath(path=str(ws / ".handrail" / "plans" / "p.md"))]
+    )
+    assert d.behavior == "allow"
+
+
+def test_protected_folders_can_still_be_read(ws: Path) -> None:
+    d = decide(
+        Policy(), ws, [ReadPath(path=str(ws / ".git" / "HEAD"))], kind=ToolKind.READ, read_only=True
+    )
+    assert d.behavior == "allow"
+
+
+def test_read_outside_read_roots(ws: Path, tmp_path: Path) -> None:
+    d = decide(
+        Policy(allow=["read_file"]),
+        ws,
+        [ReadPath(path=str(tmp_path / "secret"))],
+        names=("read_file",),
+        kind=ToolKind.READ,
+        read_only=True,
+    )
+    assert (d.behavior, d.source, d.code) == ("deny", "roots", ErrorCode.OUTSIDE_READ_ROOTS)
+    assert str(tmp_path / "secret") in d.reason
+
+
+def test_extra_read_root_is_readable_but_not_writable(ws: Path, tmp_path: Path) -> None:
+    lib = tmp_path / "lib"
+    read = decide(
+        Policy(),
+        ws,
+        [ReadPath(path=str(lib / "a.py"))],
+        kind=ToolKind.READ,
+        read_only=True,
+        read_roots=(ws, lib),
+    )
+    assert read.behavior == "allow"
+    write = decide(Policy(), ws, [WritePath(path=str(lib / "a.py"))], read_roots=(ws, lib))
+    assert write.code is ErrorCode.OUTSIDE_WRITE_ROOTS
+
+
+def test_write_roots_are_readable(ws: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    d = decide(
+        Policy(),
+        ws,
+        [ReadPath(path=str(out / "a"))],
+        read_only=True,
+        write_roots=(ws, out),
+    )
+    assert d.behavior == "allow"
+
+
+# -- hooks and session rules ---------------------------------------------------------------
+
+
+def test_hook_allow_cannot_override_a_deny_rule(ws: Path) -> None:
+    d = decide(Policy(deny=["edit_file"]), ws, [WritePath(path=str(ws / "a"))], hook="allow")
+    assert (d.behavior, d.source) == ("deny", "rule")
+
+
+def test_hook_allow_cannot_override_the_roots(ws: Path, tmp_path: Path) -> None:
+    d = decide(Policy(), ws, [WritePath(path=str(tmp_path / "x"))], hook="allow")
+    assert (d.behavior, d.code) == ("deny", ErrorCode.OUTSIDE_WRITE_ROOTS)
+
+
+def test_hook_allow_cannot_override_plan_mode(ws: Path) -> None:
+    d = decide(Policy(), ws, [WritePath(path=str(ws / "x"))], hook="allow", mode=M.PLAN)
+    assert d.behavior == "deny"
+
+
+def test_hook_allow_skips_the_question(ws: Path) -> None:
+    d = decide(Policy(), ws, [WritePath(path=str(ws / "a"))], hook="allow")
+    assert (d.behavior, d.source) == ("allow", "hook")
+
+
+def test_hook_deny_denies(ws: Path) -> None:
+    d = decide(
+        Policy(allow=["edit_file"]),
+        ws,
+        [WritePath(path=str(ws / "a"))],
+        hook="deny",
+        hook_reason="lint failed",
+    )
+    assert (d.behavior, d.source, d.reason) == ("deny", "hook", "lint failed")
+
+
+def test_hook_ask_asks_even_a_read_only_call(ws: Path) -> None:
+    d = decide(
+        Policy(), ws, [ReadPath(path=str(ws / "a"))], read_only=True, hook="ask", hook_reason="hm"
+    )
+    assert (d.behavior, d.source) == ("ask", "hook")
+
+
+def test_session_allow_rules_allow(ws: Path) -> None:
+    write = [WritePath(path=str(ws / "src" / "a.py"))]
+    assert decide(Policy(), ws, write).behavior == "ask"
+    d = decide(Policy(), ws, write, session_allow=[parse_rule("edit_file(src/**)")])
+    assert (d.behavior, d.rule) == ("allow", "edit_file(src/**)")
+
+
+def test_session_allow_rules_for_other_tools_do_not_apply(ws: Path) -> None:
+    d = decide(
+        Policy(), ws, [WritePath(path=str(ws / "a"))], session_allow=[parse_rule("write_file")]
+    )
+    assert d.behavior == "ask"
+
+
+def test_session_allow_rules_do_not_beat_deny_rules(ws: Path) -> None:
+    d = decide(
+        Policy(deny=["edit_file(*.py)"]),
+        ws,
+        [WritePath(path=str(ws / "a.py"))],
+        session_allow=[parse_rule("edit_file")],
+    )
+    assert d.behavior == "deny"
