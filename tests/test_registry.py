@@ -430,3 +430,13 @@ async def test_hidden_tools_cannot_be_called() -> None:
     assert (await rt.call("on")).ok
     assert (await rt.call("off")).error is ErrorCode.TOOL_NOT_FOUND
     assert (await rt.call("later")).error is ErrorCode.TOOL_NOT_FOUND
+
+
+def test_disabled_tools_may_be_named_by_alias() -> None:
+    @tool(name="read_file", aliases=["cat"], read_only=True)
+    def read(path: str) -> str:
+        """Read."""
+        return path
+
+    reg = Registry([read], disabled=["cat"])
+    assert reg.list() == []

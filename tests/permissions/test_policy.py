@@ -486,3 +486,26 @@ def test_session_allow_rules_do_not_beat_deny_rules(ws: Path) -> None:
         session_allow=[parse_rule("edit_file")],
     )
     assert d.behavior == "deny"
+
+
+# -- protected folders at any depth, hooks in bypass mode -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "rel", ["sub/.git/config", "vendor/lib/.git/HEAD", "pkg/.handrail/settings.json"]
+)
+def test_nested_protected_folders_stay_read_only(ws: Path, rel: str) -> None:
+    d = decide(Policy(), ws, [WritePath(path=str(ws / rel))], mode=M.BYPASS)
+    assert d.behavior == "deny"
+    assert d.code is ErrorCode.OUTSIDE_WRITE_ROOTS
+
+
+def test_a_file_merely_named_like_git_is_writable(ws: Path) -> None:
+    d = decide(Policy(), ws, [WritePath(path=str(ws / "docs" / ".gitignore"))], mode=M.BYPASS)
+    assert d.behavior == "allow"
+
+
+def test_hook_ask_is_allowed_in_bypass_mode_but_asks_otherwise(ws: Path) -> None:
+    req = [WritePath(path=str(ws / "a.txt"))]
+    assert decide(Policy(), ws, req, mode=M.BYPASS, hook="ask").behavior == "allow"
+    assert decide(Policy(), ws, req, mode=M.ACCEPT_EDITS, hook="ask").behavior == "ask"

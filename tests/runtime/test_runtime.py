@@ -518,3 +518,54 @@ async def test_context_carries_roots_cwd_and_deadline(tmp_path: Path) -> None:
     assert ctx.write_roots == (tmp_path.resolve(),)
     assert ctx.read_roots == (tmp_path.resolve(),)
     assert ctx.deadline is not None and ctx.deadline > time.monotonic()
+
+
+def test_cwd_outside_the_roots_is_refused(tmp_path: Path) -> None:
+    from handrail import ConfigurationError
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    with pytest.raises(ConfigurationError, match="outside the roots"):
+        Runtime(Registry([add]), root=tmp_path / "ws", cwd=tmp_path / "elsewhere")
+
+
+async def test_hooks_see_the_validated_arguments_with_defaults() -> None:
+    seen: list[dict[str, Any]] = []
+
+    @tool(read_only=True)
+    def search(query: str, limit: int = 10) -> str:
+        """Search."""
+        return query
+
+    def pre(event: HookEvent) -> None:
+        seen.append(dict(event.tool_input))
+
+    rt = rt_with(search, hooks=[Hook(event="pre_tool_use", func=pre)])
+    await rt.call("search", '{"query": "x"}')
+    await rt.call("search", {"query": "y", "limit": 2})
+    assert seen == [{"query": "x", "limit": 10}, {"query": "y", "limit": 2}]
+
+
+async def test_edited_arguments_go_through_the_hooks_again(tmp_path: Path) -> None:
+    from handrail import Approval, Interrupted
+
+    ran: list[str] = []
+
+    @tool
+    def save(text: str) -> str:
+        """Save (asks in the default mode)."""
+        ran.append(text)
+        return "saved"
+
+    def pre(event: HookEvent) -> HookResponse | None:
+        if "secret" in event.tool_input["text"]:
+            return HookResponse(decision="deny", reason="no secrets in notes")
+        return None
+
+    rt = rt_with(save, hooks=[Hook(event="pre_tool_use", func=pre)])
+    r = await rt.call("save", {"text": "hello"})
+    assert isinstance(r, Interrupted)
+    r = await rt.resume(r, Approval.edit({"text": "my secret"}))
+    assert r.error is ErrorCode.PERMISSION_DENIED
+    assert "no secrets" in r.content
+    assert ran == []
