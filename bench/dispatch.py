@@ -275,6 +275,38 @@ class HandrailAdapter(Adapter):
         return one
 
 
+class HandrailInlineAdapter(HandrailAdapter):
+    """handrail with the two sync tools declared `inline=True`.
+
+    By default handrail runs a sync tool on a worker thread so it can never block the event
+    loop, which costs a thread hop, as it does for every peer. `inline=True` is the documented
+    opt-in for quick, CPU-only functions: the tool runs on the loop thread. Reported as its own
+    column so the default and the opt-in are both visible. Async rows are identical by design.
+    """
+
+    name = "handrail_inline"
+
+    async def setup(self, stack: contextlib.AsyncExitStack) -> None:
+        await super().setup(stack)
+        if self.unavailable:
+            return
+        from handrail import Registry, Runtime, tool
+
+        tools = [
+            tool(read_only=True, concurrency_safe=True, inline=not asyncio.iscoroutinefunction(f))(
+                f
+            )
+            for f in TOOLS
+        ]
+        self.rt = Runtime(Registry(tools))
+
+    def make_batch(self, n: int) -> Callable[[], Awaitable[list[Any]]] | str:
+        return "n/a (same as handrail)"
+
+    def make_slow_one(self) -> CallFn | str:
+        return "n/a (same as handrail)"
+
+
 # ---------------------------------------------------------------------------------------------
 # openai-agents
 # ---------------------------------------------------------------------------------------------
@@ -632,6 +664,7 @@ class FloorPydanticAdapter(Adapter):
 
 ADAPTERS: tuple[type[Adapter], ...] = (
     HandrailAdapter,
+    HandrailInlineAdapter,
     OpenAIAgentsAdapter,
     PydanticAIAdapter,
     LangchainAdapter,
@@ -931,10 +964,10 @@ Cells = dict[str, dict[str, Cell]]
 
 
 def ratio_cell(
-    case: Case, cells: Cells, adapters: list[Adapter]
+    case: Case, cells: Cells, adapters: list[Adapter], column: str = "handrail"
 ) -> tuple[str, float | None, str | None]:
-    """The last column: handrail median / fastest peer median (floor excluded)."""
-    h = cells.get("handrail", {}).get(case.key)
+    """A ratio column: a handrail column's median / fastest peer median (floor excluded)."""
+    h = cells.get(column, {}).get(case.key)
     peers = [
         (a.name, cells[a.name][case.key].median_us)
         for a in adapters
@@ -976,7 +1009,10 @@ def render(
     lines.append("")
     lines.append("## Per call, µs: **median** / p99")
     lines.append("")
+    inline = any(a.name == "handrail_inline" for a in adapters)
     header = ["case", *(a.name for a in adapters), "handrail vs fastest peer"]
+    if inline:
+        header.append("handrail_inline vs fastest peer")
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
     ratios: dict[str, Any] = {}
@@ -984,6 +1020,10 @@ def render(
         text, r, best = ratio_cell(case, cells, adapters)
         ratios[case.key] = {"ratio": None if r is None else round(r, 4), "fastest_peer": best}
         row = [case.label, *(fmt_cell(cells[a.name][case.key]) for a in adapters), text]
+        if inline:
+            text2, r2, _ = ratio_cell(case, cells, adapters, "handrail_inline")
+            ratios[case.key]["ratio_inline"] = None if r2 is None else round(r2, 4)
+            row.append(text2)
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     lines.append(
@@ -1099,7 +1139,7 @@ async def amain(args: argparse.Namespace, pinned: bool) -> tuple[str, dict[str, 
     async with contextlib.AsyncExitStack() as stack:
         for cls in ADAPTERS:
             a = cls()
-            if args.only and a.name not in args.only and a.name != "handrail":
+            if args.only and a.name not in args.only and not a.name.startswith("handrail"):
                 continue
             if a.dist and a.dist != "handrail" and version_of(a.dist) == "not installed":
                 a.unavailable = "n/a (not installed)"
