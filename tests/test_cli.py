@@ -1,0 +1,49 @@
+"""The `handrail` command (placeholder until the CLI issue): version and the demo."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from handrail import __version__
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "handrail", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_version() -> None:
+    out = run("--version")
+    assert out.returncode == 0
+    assert out.stdout.strip() == f"handrail {__version__}"
+
+
+def test_demo_runs_every_scenario() -> None:
+    out = run("demo")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "took" in text and "3 x 300 ms lookups" in text
+    assert "[INVALID_ARGS] add" in text
+    assert "Did you mean `lookup`?" in text
+    assert "[INTERRUPTED] save_note" in text
+    assert "[ok ] save_note" in text
+    assert "[PERMISSION_DENIED] save_note" in text
+
+
+def test_demo_batch_runs_in_parallel() -> None:
+    out = run("demo")
+    line = next(line for line in out.stdout.splitlines() if "3 x 300 ms lookups" in line)
+    ms = int(line.split("took ")[1].split(" ms")[0])
+    assert ms < 850  # three 300 ms lookups in parallel, not 900 ms in series
+
+
+def test_no_arguments_prints_help() -> None:
+    out = run()
+    assert out.returncode == 0
+    assert "demo" in out.stdout
