@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -118,6 +119,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("demo", help="run a scripted demo of the runtime (no model, no API key)")
     args = parser.parse_args(argv)
     if args.command == "demo":
-        return asyncio.run(_demo())
+        try:
+            return asyncio.run(_demo())
+        except BrokenPipeError:
+            # `handrail demo | head`: the reader left; exit quietly like other CLI tools.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
     parser.print_help(sys.stdout)
     return 0
