@@ -440,3 +440,29 @@ def test_disabled_tools_may_be_named_by_alias() -> None:
 
     reg = Registry([read], disabled=["cat"])
     assert reg.list() == []
+
+
+def test_usage_notes_follow_the_visible_tools_in_order() -> None:
+    from handrail import Runtime
+
+    @tool(read_only=True, usage="Prefer this over shell `cat`.\n")
+    def read_file(path: str) -> str:
+        """Read."""
+        return path
+
+    @tool(usage="Always read a file before editing it.")
+    def edit_file(path: str) -> str:
+        """Edit."""
+        return path
+
+    @tool(read_only=True)
+    def ls(path: str) -> str:
+        """List (no notes)."""
+        return path
+
+    reg = Registry([read_file, ls, edit_file])
+    assert reg.usage_notes() == (
+        "## edit_file\nAlways read a file before editing it.\n\n## read_file\nPrefer this over shell `cat`."
+    )
+    # plan mode hides the writing tool, and its notes with it
+    assert Runtime(reg, mode="plan").usage_notes() == "## read_file\nPrefer this over shell `cat`."

@@ -213,6 +213,16 @@ class Registry:
         self._list_cache[key] = visible
         return list(visible)
 
+    def usage_notes(self, **filters: Any) -> str:
+        """The visible tools' usage notes, for the system prompt (same order as `list`).
+
+        Each tool with notes gets a `## <name>` section; tools without notes are left out.
+        """
+        sections = [
+            f"## {t.name}\n{t.usage.strip()}" for t in self.list(**filters) if t.usage.strip()
+        ]
+        return "\n\n".join(sections)
+
     def by_kind(self, kind: ToolKind | str, **filters: Any) -> list[Tool]:
         """Visible tools of one kind (same filters as `list`)."""
         return [t for t in self.list(**filters) if t.kind == ToolKind(kind)]

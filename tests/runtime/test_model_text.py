@@ -97,7 +97,10 @@ The tool failed; fix the cause or try a different approach.\
 
 async def test_interrupted_texts(tmp_path: Path) -> None:
     batch = await rt(tmp_path, save).call_many(
-        [ToolCall(id="a", name="save", arguments={"text": "x"}), ToolCall(id="b", name="save", arguments={"text": "y"})]
+        [
+            ToolCall(id="a", name="save", arguments={"text": "x"}),
+            ToolCall(id="b", name="save", arguments={"text": "y"}),
+        ]
     )
     assert [r.content for r in batch] == snapshot(
         [
@@ -155,7 +158,7 @@ async def test_deferred_tool_texts(tmp_path: Path) -> None:
     )
     none = await runtime.call("tool_search", {"query": "weather"})
     assert none.content == snapshot(
-        'No deferred tool matches \'weather\'. Deferred tools: github_issues. Try other keywords, or "select:<name>" with one of these names.'
+        "No deferred tool matches 'weather'. Deferred tools: github_issues. Try other keywords, or \"select:<name>\" with one of these names."
     )
 
 
@@ -180,5 +183,5 @@ async def test_truncation_marker(tmp_path: Path) -> None:
     assert marker is not None
     marker = marker.group(0).replace(str(tmp_path), "<tmp>")
     assert marker == snapshot(
-        '[... 3684 characters (471 lines) omitted. The full output is saved in <tmp>/out/loud-call_1.txt; read that file to see the omitted part ...]'
+        "[... 3684 characters (471 lines) omitted. The full output is saved in <tmp>/out/loud-call_1.txt; read that file to see the omitted part ...]"
     )

@@ -246,6 +246,10 @@ class Runtime:
         """The tools to show the model now (see `Registry.list`)."""
         return self.registry.list(provider=provider, session=session or self.session)
 
+    def usage_notes(self, *, provider: str | None = None, session: Session | None = None) -> str:
+        """Usage notes of the tools shown now, for the system prompt (see `Registry.usage_notes`)."""
+        return self.registry.usage_notes(provider=provider, session=session or self.session)
+
     async def call(
         self,
         name: str,
@@ -764,8 +768,12 @@ class Runtime:
             return await self._stopped(p, session, state, notes, timeout)
         if ctx is not None and ctx._updates:  # pyright: ignore[reportPrivateUsage]
             updates.extend(ctx._updates)  # pyright: ignore[reportPrivateUsage]
-        if type(value) is str and value and len(value) <= tool.max_result_chars:
-            result = make_result(True, value, call.id, tool.name, time.perf_counter() - p.t0)
+        # Fast path for the common results (short text, a number); _shape does the rest.
+        text: str | None = (
+            value if type(value) is str else str(value) if type(value) is int else None
+        )
+        if text and len(text) <= tool.max_result_chars:
+            result = make_result(True, text, call.id, tool.name, time.perf_counter() - p.t0)
         else:
             result = self._shape(value, tool, call, session, p.t0)
         if notes or plan.post:
