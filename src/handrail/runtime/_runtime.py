@@ -247,7 +247,7 @@ class Runtime:
         return self.registry.list(provider=provider, session=session or self.session)
 
     def usage_notes(self, *, provider: str | None = None, session: Session | None = None) -> str:
-        """Usage notes of the tools shown now, for the system prompt (see `Registry.usage_notes`)."""
+        """Usage notes of the tools shown now, for the system prompt (`Registry.usage_notes`)."""
         return self.registry.usage_notes(provider=provider, session=session or self.session)
 
     async def call(
