@@ -40,6 +40,8 @@ class WorkerPool:
         self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
+        self._backlog = 0
+        """Items queued while every worker was busy and no new one could start."""
         self._threads = 0
         self._max = max_workers
 
@@ -53,7 +55,8 @@ class WorkerPool:
                 self._idle -= 1  # reserve an idle worker for this item
                 return fut
             if self._threads >= self._max:
-                return fut  # all busy: the item waits for the next free worker
+                self._backlog += 1  # all busy: the next worker to finish takes it
+                return fut
             self._threads += 1
         threading.Thread(target=self._work, name="handrail-tool", daemon=True).start()
         return fut
@@ -70,7 +73,10 @@ class WorkerPool:
                 _call_soon(loop, _set_result, fut, value)
             del fut, loop, ctx, fn, args
             with self._lock:
-                self._idle += 1
+                if self._backlog:
+                    self._backlog -= 1  # go straight on to a waiting item
+                else:
+                    self._idle += 1
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, cb: Callable[..., Any], *args: Any) -> None:
