@@ -381,7 +381,8 @@ def _args_model(
         else:
             fields[field_name or param.name] = (annotation, Field(default, **extra))
     model_name = "".join(w.capitalize() for w in fn.__name__.split("_")) + "Args"
-    config = ConfigDict(extra="forbid", protected_namespaces=())
+    # NaN and Infinity are not JSON; refusing them keeps both tracks' verdicts equal.
+    config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
     model: type[BaseModel] = create_model(model_name, __config__=config, **fields)
     return model, ctx_param, renamed
 

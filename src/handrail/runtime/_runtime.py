@@ -380,6 +380,10 @@ class Runtime:
             args = tool.validator.validate(call.arguments, self.locale)
         except InvalidArguments as exc:
             return self._invalid(call, tool.name, t0, exc)
+        except Exception as exc:  # a validator bug must not escape the runtime either
+            logger.exception("validating arguments for %s failed", tool.name)
+            text = f"The arguments could not be checked ({_exc_text(exc)}). Try simpler arguments."
+            return self._fail(call, tool.name, t0, ErrorCode.INVALID_ARGS, text)
         return Prepared(call=call, tool=tool, args=args, t0=t0)
 
     async def execute(

@@ -16,7 +16,7 @@ from .._contract import ValidationIssue
 from ..errors import ConfigurationError
 from ._errors import InvalidArguments
 from ._issues import describe, issue, missing_issue, pointer, unknown_field_issue
-from ._json import parse_arguments
+from ._json import dump_arguments, parse_arguments
 from ._messages import message
 from ._schema import FORMAT_NAMES, JsonSchema, describe_types, property_names, resolve
 
@@ -52,13 +52,31 @@ class JsonSchemaArgs:
                 raise InvalidArguments((data,))
         else:
             # A mapping from an SDK gets JSON semantics too (tuples become arrays, and so on).
-            data = json.loads(json.dumps(raw, default=str))
+            dumped = dump_arguments(raw, locale)
+            if isinstance(dumped, ValidationIssue):
+                raise InvalidArguments((dumped,))
+            data = json.loads(dumped)
         if not isinstance(data, dict):
             raise InvalidArguments((issue("", "not_object", "object", data, locale),))
         args = cast(dict[str, Any], data)
-        if self._validator.is_valid(args):
-            return args
-        raise InvalidArguments(self.to_issues(data, locale))
+        try:
+            if self._validator.is_valid(args):
+                return args
+            issues = self.to_issues(data, locale)
+        except (ValueError, OverflowError, RecursionError) as exc:
+            # The validator cannot take this value at all (a lone surrogate, say).
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            issues = (
+                ValidationIssue(
+                    path="",
+                    expected="valid JSON text",
+                    received=describe(args),
+                    message=message(
+                        locale, "other", detail=f"arguments cannot be checked: {detail}"
+                    ),
+                ),
+            )
+        raise InvalidArguments(issues)
 
     def to_issues(self, data: Any, locale: str) -> tuple[ValidationIssue, ...]:
         """Map every jsonschema-rs error to an issue."""

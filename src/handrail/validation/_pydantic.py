@@ -18,7 +18,7 @@ from pydantic_core import ErrorDetails
 
 from .._contract import ValidationIssue
 from ._errors import InvalidArguments
-from ._issues import describe, issue, missing_issue, pointer, unknown_field_issue
+from ._issues import describe, issue, json_issue, missing_issue, pointer, unknown_field_issue
 from ._json import dump_arguments, parse_arguments
 from ._messages import message
 from ._schema import (
@@ -93,7 +93,13 @@ class PydanticArgs:
 
     def validate(self, raw: str | bytes | Mapping[str, Any], locale: str = "en") -> BaseModel:
         """Return the validated model instance or raise `InvalidArguments` with every issue."""
-        text: str | bytes = raw if isinstance(raw, str | bytes) else dump_arguments(raw)
+        if isinstance(raw, str | bytes):
+            text: str | bytes = raw
+        else:
+            dumped = dump_arguments(raw, locale)
+            if isinstance(dumped, ValidationIssue):
+                raise InvalidArguments((dumped,))
+            text = dumped
         try:
             return self._validator.validate_json(text, strict=True, extra=self._extra)
         except ValidationError as exc:
@@ -114,6 +120,9 @@ class PydanticArgs:
             parsed = parse_arguments(text, locale)
             if isinstance(parsed, ValidationIssue):
                 raise InvalidArguments((parsed,))
+            # The parser accepts what Pydantic refused (e.g. a depth only jiter limits).
+            detail = next(e["msg"] for e in errors if e["type"] == "json_invalid")
+            raise InvalidArguments((json_issue(detail, 1, 1, locale, str(text)[:60]),))
         repaired = self._repair_integral_floats(text, errors) if integral else None
         if repaired is not None:
             try:
