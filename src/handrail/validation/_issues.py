@@ -142,6 +142,27 @@ def json_issue(detail: str, line: int, column: int, locale: str, raw: str) -> Va
     )
 
 
+def sort_issues(
+    issues: Sequence[ValidationIssue], fields: Sequence[str]
+) -> tuple[ValidationIssue, ...]:
+    """Issues in a canonical order, the same for both tracks and any validator version.
+
+    Fields in the schema's order first (each field's issues by path), then unknown fields, with
+    root-level issues leading.
+    """
+    if len(issues) < 2:
+        return tuple(issues)
+    rank = {name: i for i, name in enumerate(fields)}
+
+    def key(i: ValidationIssue) -> tuple[int, str]:
+        if not i.path:
+            return (-1, "")
+        top = i.path[1:].split("/", 1)[0].replace("~1", "/").replace("~0", "~")
+        return (rank.get(top, len(rank)), i.path)
+
+    return tuple(sorted(issues, key=key))
+
+
 _FRAMES: dict[tuple[str, str], tuple[str, str, str]] = {}
 
 

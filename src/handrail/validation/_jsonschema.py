@@ -15,7 +15,7 @@ import jsonschema_rs
 from .._contract import ValidationIssue
 from ..errors import ConfigurationError
 from ._errors import InvalidArguments
-from ._issues import describe, issue, missing_issue, pointer, unknown_field_issue
+from ._issues import describe, issue, missing_issue, pointer, sort_issues, unknown_field_issue
 from ._json import dump_arguments, parse_arguments
 from ._messages import message
 from ._schema import FORMAT_NAMES, JsonSchema, describe_types, property_names, resolve
@@ -83,7 +83,7 @@ class JsonSchemaArgs:
         out: list[ValidationIssue] = []
         for err in self._validator.iter_errors(data):
             out.extend(self._convert(err, locale))
-        return tuple(out)
+        return sort_issues(out, property_names(self.schema, self.schema))
 
     def _node(self, schema_path: list[str | int]) -> JsonSchema:
         node: Any = self.schema

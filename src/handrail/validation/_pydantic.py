@@ -18,7 +18,15 @@ from pydantic_core import ErrorDetails
 
 from .._contract import ValidationIssue
 from ._errors import InvalidArguments
-from ._issues import describe, issue, json_issue, missing_issue, pointer, unknown_field_issue
+from ._issues import (
+    describe,
+    issue,
+    json_issue,
+    missing_issue,
+    pointer,
+    sort_issues,
+    unknown_field_issue,
+)
 from ._json import dump_arguments, parse_arguments
 from ._messages import message
 from ._schema import (
@@ -81,6 +89,7 @@ class PydanticArgs:
         # Error locations map to data paths through the schema; the mapping depends only on
         # the schema, so it is worked out once per location.
         self._walks: dict[tuple[str | int, ...], tuple[list[str | int], str, JsonSchema]] = {}
+        self._fields = property_names(self._full_schema, self._full_schema)
 
     def _walk(self, loc: tuple[str | int, ...]) -> tuple[list[str | int], str, JsonSchema]:
         found = self._walks.get(loc)
@@ -199,7 +208,7 @@ class PydanticArgs:
                 continue
             by_path[path] = len(out)
             out.append(new)
-        return tuple(out)
+        return sort_issues(out, self._fields)
 
 
 def _parent_union(root: JsonSchema, loc: tuple[str | int, ...]) -> JsonSchema | None:
