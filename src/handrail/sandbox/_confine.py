@@ -1,0 +1,78 @@
+"""Confinement: is a resolved path inside the roots a call may read or write?
+
+The policy refuses calls whose declared paths fall outside the roots before they run; tools
+check again here, on the path they are about to open, so that what runs is what was allowed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from .._context import ToolContext
+from .._contract import ErrorCode
+from ..errors import ToolFailure
+from ._paths import resolve_path
+
+__all__ = ["PROTECTED_DIRS", "confine_read", "confine_write", "inside", "protected_part"]
+
+PROTECTED_DIRS = (".git", ".handrail")
+"""Folders that stay read-only inside write roots (repository internals, handrail settings)."""
+_PLAN_DIR = (".handrail", "plans")
+
+
+def inside(path: str, roots: Sequence[Path]) -> Path | None:
+    """The root containing `path` (by components, never by string prefix), or None."""
+    parts = Path(os.path.normpath(path)).parts
+    for root in roots:
+        rparts = Path(os.path.normpath(root)).parts
+        if parts[: len(rparts)] == rparts:
+            return root
+    return None
+
+
+def protected_part(path: str, root: Path) -> str | None:
+    """The protected folder (`.git`, `.handrail`) `path` lies in below `root`, if any."""
+    rel = Path(os.path.normpath(path)).parts[len(Path(os.path.normpath(root)).parts) :]
+    if rel[:2] == _PLAN_DIR:
+        return None  # plans are written in plan mode; they are not settings
+    return next((d for d in rel[:-1] if d in PROTECTED_DIRS), None) or (
+        rel[-1] if rel and rel[-1] in PROTECTED_DIRS else None
+    )
+
+
+def _roots_text(roots: Sequence[Path]) -> str:
+    return ", ".join(str(r) for r in roots) or "(none)"
+
+
+def confine_read(path: str, ctx: ToolContext) -> str:
+    """Resolve `path` and require it inside a read (or write) root; returns the resolved path."""
+    resolved = resolve_path(path, ctx.cwd)
+    roots = (*ctx.read_roots, *ctx.write_roots)
+    if inside(resolved, roots) is None:
+        raise ToolFailure(
+            f"{resolved} is outside the allowed roots ({_roots_text(roots)}); "
+            "use a path inside them.",
+            code=ErrorCode.OUTSIDE_READ_ROOTS,
+        )
+    return resolved
+
+
+def confine_write(path: str, ctx: ToolContext) -> str:
+    """Resolve `path` and require it inside a write root and outside protected folders."""
+    resolved = resolve_path(path, ctx.cwd)
+    root = inside(resolved, ctx.write_roots)
+    if root is None:
+        raise ToolFailure(
+            f"{resolved} is outside the write roots ({_roots_text(ctx.write_roots)}); "
+            "only paths inside them can be changed.",
+            code=ErrorCode.OUTSIDE_WRITE_ROOTS,
+        )
+    part = protected_part(resolved, root)
+    if part is not None:
+        raise ToolFailure(
+            f"{resolved} is inside a {part}/ folder, which stays read-only.",
+            code=ErrorCode.OUTSIDE_WRITE_ROOTS,
+        )
+    return resolved
