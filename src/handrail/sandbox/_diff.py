@@ -73,19 +73,12 @@ def _shift(part: str, by: int) -> str:
     return f"{sign}{shifted}" + (f",{count}" if count else "")
 
 
-def diff_stat(old: str, new: str) -> tuple[int, int]:
-    """(lines added, lines removed) between two texts."""
-    if old == new:
-        return 0, 0
-    a = old.splitlines(keepends=True)
-    b = new.splitlines(keepends=True)
-    _, mid_a, mid_b = _trim(a, b, 0)
+def diff_stat(old: str, new: str, *, context: int = 3) -> tuple[int, int]:
+    """(lines added, lines removed): counted from the diff `unified_diff` shows, so they agree."""
     added = removed = 0
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
-        None, mid_a, mid_b, autojunk=False
-    ).get_opcodes():
-        if tag in ("replace", "delete"):
-            removed += i2 - i1
-        if tag in ("replace", "insert"):
-            added += j2 - j1
+    for line in unified_diff(old, new, "x", context=context).splitlines()[2:]:
+        if line.startswith("+"):
+            added += 1
+        elif line.startswith("-"):
+            removed += 1
     return added, removed
