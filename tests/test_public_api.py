@@ -21,10 +21,11 @@ NAMESPACES = [
 
 
 @pytest.mark.parametrize("name", NAMESPACES)
-def test_all_is_sorted_and_importable(name: str) -> None:
+def test_all_is_importable_and_has_no_duplicates(name: str) -> None:
+    # (Its order is ruff's RUF022 isort-style sort, checked by the linter.)
     mod = importlib.import_module(name)
     exported = list(mod.__all__)
-    assert exported == sorted(exported)
+    assert len(exported) == len(set(exported))
     for attr in exported:
         assert hasattr(mod, attr), f"{name}.{attr} is listed in __all__ but missing"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 
 from .. import ErrorCode, FileRecord, Session, ToolContext, ToolFailure
-from ..sandbox import FileData
+from ..sandbox import FileData, count_lines
 from ._i18n import text
 
 __all__ = ["digest", "record_read", "record_write", "require_fresh", "unchanged_range"]
@@ -56,13 +56,20 @@ def _merge(
 
 
 def record_read(
-    ctx: ToolContext, data: FileData, *, first: int, last: int, total_lines: int
+    ctx: ToolContext,
+    data: FileData,
+    *,
+    first: int,
+    last: int,
+    total_lines: int,
+    sha256: str | None = None,
 ) -> None:
     """Note that lines `first`..`last` (1-based) of this content were read.
 
-    Ranges accumulate while the content stays the same; they reset when it changed.
+    Ranges accumulate while the content stays the same; they reset when it changed. Pass
+    `sha256` (of `data.data`) when it is already known, to skip hashing the file again.
     """
-    sha = digest(data.data)
+    sha = sha256 or digest(data.data)
     path = data.path
 
     def update(session: Session) -> None:
@@ -80,10 +87,14 @@ def record_read(
     ctx.update_state(update)
 
 
-def unchanged_range(ctx: ToolContext, data: FileData, *, first: int, last: int) -> bool:
+def unchanged_range(
+    ctx: ToolContext, data: FileData, *, first: int, last: int, sha256: str | None = None
+) -> bool:
     """True if this session already read exactly these lines of exactly this content."""
     old = ctx.session.files.get(data.path)
-    if old is None or old.sha256 != digest(data.data) or old.mtime_ns != data.mtime_ns:
+    if old is None or old.mtime_ns != data.mtime_ns:
+        return False
+    if old.sha256 != (sha256 or digest(data.data)):
         return False
     return any(start <= first and last <= end for start, end in old.ranges)
 
@@ -106,7 +117,7 @@ def record_write(ctx: ToolContext, path: str, data: bytes, *, mtime_ns: int) -> 
     """After a write: the session knows the new content in full."""
     sha = digest(data)
     size = len(data)
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    lines = count_lines(data)  # as read_file numbers them (UTF-16 and CR files included)
 
     def update(session: Session) -> None:
         session.files[path] = FileRecord(

@@ -19,38 +19,60 @@ from ._diff import unified_diff as unified_diff
 from ._files import FileData as FileData
 from ._files import atomic_write as atomic_write
 from ._files import ensure_parent as ensure_parent
+from ._files import list_dir_names as list_dir_names
 from ._files import read_file_bytes as read_file_bytes
 from ._files import stat_file as stat_file
 from ._paths import resolve_path as resolve_path
 from ._process import CommandResult as CommandResult
 from ._process import kill_tree as kill_tree
 from ._process import run_command as run_command
+from ._ripgrep import VCS_DIRS as VCS_DIRS
+from ._ripgrep import RipgrepGlob as RipgrepGlob
+from ._ripgrep import RipgrepRun as RipgrepRun
+from ._ripgrep import SearchRoot as SearchRoot
+from ._ripgrep import compile_glob as compile_glob
+from ._ripgrep import find_ripgrep as find_ripgrep
+from ._ripgrep import run_ripgrep as run_ripgrep
+from ._ripgrep import search_root as search_root
 from ._text import TextFormat as TextFormat
+from ._text import count_lines as count_lines
 from ._text import decode_text as decode_text
 from ._text import encode_text as encode_text
 from ._text import newline_of as newline_of
 from ._text import sniff_binary as sniff_binary
+from ._text import split_lines as split_lines
 
 __all__ = [
     "PROTECTED_DIRS",
+    "VCS_DIRS",
     "CommandResult",
     "FileData",
+    "RipgrepGlob",
+    "RipgrepRun",
+    "SearchRoot",
     "TextFormat",
     "atomic_write",
+    "compile_glob",
     "confine_read",
     "confine_write",
+    "count_lines",
     "decode_text",
     "diff_stat",
     "encode_text",
     "ensure_parent",
+    "find_ripgrep",
     "inside",
     "kill_tree",
+    "list_dir_names",
     "newline_of",
     "protected_part",
     "read_file_bytes",
     "resolve_path",
     "run_command",
+    "run_ripgrep",
+    "search_root",
     "sniff_binary",
+    "split_lines",
     "stat_file",
     "unified_diff",
 ]

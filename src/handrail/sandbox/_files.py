@@ -24,7 +24,14 @@ from .._contract import ErrorCode
 from ..errors import ToolFailure
 from ._confine import confine_read, confine_write, inside, protected_part
 
-__all__ = ["FileData", "atomic_write", "ensure_parent", "read_file_bytes", "stat_file"]
+__all__ = [
+    "FileData",
+    "atomic_write",
+    "ensure_parent",
+    "list_dir_names",
+    "read_file_bytes",
+    "stat_file",
+]
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -138,13 +145,42 @@ def read_file_bytes(path: str, ctx: ToolContext, *, max_bytes: int) -> FileData:
         os.close(fd)
 
 
+def list_dir_names(path: str, ctx: ToolContext, *, limit: int = 10_000) -> list[str]:
+    """The names in a directory inside the read roots, sorted (at most `limit` of them).
+
+    For suggestions ("did you mean"): a missing or unreadable directory gives `[]`.
+    """
+    resolved = confine_read(path, ctx)
+    names: list[str] = []
+    try:
+        with os.scandir(resolved) as entries:
+            for entry in entries:
+                names.append(entry.name)
+                if len(names) >= limit:
+                    break
+    except OSError:
+        return []
+    return sorted(names)
+
+
 def ensure_parent(path: str, ctx: ToolContext) -> None:
     """Create the missing parent directories of a path inside the write roots."""
     resolved = confine_write(path, ctx)
     parent = os.path.dirname(resolved)
     if os.path.isdir(parent):
         return
-    os.makedirs(parent, exist_ok=True)
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.EEXIST):  # a component is an existing file
+            raise ToolFailure(
+                f"cannot create the folder {parent}: part of that path is an existing file; "
+                "nothing was written. Choose a path whose folders are folders.",
+                code=ErrorCode.NOT_A_FILE,
+            ) from exc
+        raise ToolFailure(
+            f"cannot create the folder {parent}: {exc.strerror}; nothing was written."
+        ) from exc
     # makedirs follows symlinks; check where the directories really ended up.
     real = os.path.realpath(parent)
     root = inside(real, ctx.write_roots)

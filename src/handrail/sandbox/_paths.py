@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .._contract import ErrorCode
 from ..errors import ToolFailure
 
 __all__ = ["resolve_path"]
@@ -19,7 +20,10 @@ __all__ = ["resolve_path"]
 def resolve_path(path: str, cwd: Path) -> str:
     """The absolute, resolved form of `path` as a model wrote it."""
     if "\x00" in path:
-        raise ToolFailure("The path contains a NUL byte; send the path as plain text.")
+        raise ToolFailure(
+            "The path contains a NUL byte; send the path as plain text.",
+            code=ErrorCode.INVALID_ARGS,
+        )
     if path.startswith("@"):
         path = path[1:]
     path = os.path.expanduser(path)

@@ -15,7 +15,15 @@ from typing import Literal
 from .._contract import ErrorCode
 from ..errors import ToolFailure
 
-__all__ = ["TextFormat", "decode_text", "encode_text", "newline_of", "sniff_binary"]
+__all__ = [
+    "TextFormat",
+    "count_lines",
+    "decode_text",
+    "encode_text",
+    "newline_of",
+    "sniff_binary",
+    "split_lines",
+]
 
 Newline = Literal["\n", "\r\n", "\r"]
 
@@ -135,3 +143,41 @@ def encode_text(text: str, fmt: TextFormat) -> bytes:
         bom = next(b for b, enc in _BOMS if enc == fmt.encoding)
         return bom + body
     return body
+
+
+def split_lines(text: str, newline: Newline = "\n") -> list[str]:
+    """The lines of `text` without their endings, numbered the way read_file numbers them.
+
+    CRLF and LF end a line in every file; a lone CR only in a file whose dominant ending is CR
+    (elsewhere it is a stray character inside a line). A final line ending does not start an
+    extra empty line; empty text has no lines.
+    """
+    if not text:
+        return []
+    flat = text.replace("\r\n", "\n")
+    if newline == "\r":
+        flat = flat.replace("\r", "\n")
+    lines = flat.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def count_lines(data: bytes) -> int:
+    """`len(split_lines(...))` of a file's bytes, without decoding unless it is UTF-16."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        text, fmt = decode_text(data)
+        return len(split_lines(text, fmt.newline))
+    if not data:
+        return 0
+    # CR and LF are single bytes in UTF-8 and cp1252 and never part of another character.
+    lf = data.count(b"\n")
+    crlf = data.count(b"\r\n")
+    cr = data.count(b"\r") - crlf
+    if cr > lf - crlf and cr > crlf:  # CR is the dominant ending (as in `newline_of`)
+        ends = lf + cr
+        last_ends = data.endswith((b"\n", b"\r"))
+    else:
+        ends = lf
+        last_ends = data.endswith(b"\n")
+    return ends + (0 if last_ends else 1)

@@ -1,0 +1,260 @@
+"""The sandbox file layer: checked reads, atomic writes, parent folders, directory listings."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+import handrail.sandbox._files as _files
+from handrail import ErrorCode, Session, ToolContext, ToolFailure
+from handrail.sandbox import (
+    atomic_write,
+    ensure_parent,
+    list_dir_names,
+    read_file_bytes,
+    stat_file,
+)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """tmp/ws (the root) and tmp/outside, both real directories."""
+    base = Path(os.path.realpath(tmp_path))
+    (base / "ws").mkdir()
+    (base / "outside").mkdir()
+    (base / "outside" / "secret.txt").write_bytes(b"secret\n")
+    return base
+
+
+def ctx_for(root: Path) -> ToolContext:
+    return ToolContext(
+        call_id="c",
+        tool_name="t",
+        cwd=root,
+        read_roots=(root,),
+        write_roots=(root,),
+        session=Session(),
+    )
+
+
+def temp_files(folder: Path) -> list[str]:
+    return [n for n in os.listdir(folder) if n.endswith(".handrail-tmp")]
+
+
+# -- list_dir_names ----------------------------------------------------------------------------
+
+
+def test_list_dir_names_is_sorted(tree: Path) -> None:
+    ws = tree / "ws"
+    for name in ("b.txt", "a.txt", ".hidden", "sub"):
+        (ws / name).mkdir() if name == "sub" else (ws / name).write_bytes(b"")
+    assert list_dir_names(str(ws), ctx_for(ws)) == [".hidden", "a.txt", "b.txt", "sub"]
+
+
+def test_list_dir_names_of_nothing_is_empty(tree: Path) -> None:
+    ws = tree / "ws"
+    (ws / "f.txt").write_bytes(b"")
+    assert list_dir_names("missing", ctx_for(ws)) == []
+    assert list_dir_names("f.txt", ctx_for(ws)) == []
+
+
+def test_list_dir_names_is_capped(tree: Path) -> None:
+    ws = tree / "ws"
+    for n in range(30):
+        (ws / f"f{n:02d}").write_bytes(b"")
+    assert len(list_dir_names(str(ws), ctx_for(ws), limit=10)) == 10
+
+
+def test_list_dir_names_stays_inside_the_read_roots(tree: Path) -> None:
+    ws = tree / "ws"
+    os.symlink(tree / "outside", ws / "link")
+    for path in ("../outside", "link", str(tree / "outside")):
+        with pytest.raises(ToolFailure) as info:
+            list_dir_names(path, ctx_for(ws))
+        assert info.value.code == ErrorCode.OUTSIDE_READ_ROOTS
+
+
+# -- read_file_bytes ---------------------------------------------------------------------------
+
+
+def test_read_file_bytes_returns_the_identity(tree: Path) -> None:
+    ws = tree / "ws"
+    (ws / "a.txt").write_bytes(b"hello\n")
+    os.chmod(ws / "a.txt", 0o640)
+    data = read_file_bytes("a.txt", ctx_for(ws), max_bytes=100)
+    st = os.stat(ws / "a.txt")
+    assert (data.path, data.data, data.size) == (str(ws / "a.txt"), b"hello\n", 6)
+    assert (data.mtime_ns, data.mode) == (st.st_mtime_ns, 0o640)
+
+
+def test_read_file_bytes_refuses_a_fifo_without_blocking(tree: Path) -> None:
+    ws = tree / "ws"
+    os.mkfifo(ws / "pipe")
+    with pytest.raises(ToolFailure) as info:
+        read_file_bytes("pipe", ctx_for(ws), max_bytes=100)
+    assert info.value.code == ErrorCode.NOT_A_FILE
+
+
+def test_read_file_bytes_refuses_what_is_over_the_cap(tree: Path) -> None:
+    ws = tree / "ws"
+    (ws / "big").write_bytes(b"x" * 101)
+    with pytest.raises(ToolFailure) as info:
+        read_file_bytes("big", ctx_for(ws), max_bytes=100)
+    assert info.value.code == ErrorCode.FILE_TOO_LARGE
+
+
+def test_read_file_bytes_refuses_a_symlink_to_outside(tree: Path) -> None:
+    ws = tree / "ws"
+    os.symlink(tree / "outside" / "secret.txt", ws / "innocent.txt")
+    with pytest.raises(ToolFailure) as info:
+        read_file_bytes("innocent.txt", ctx_for(ws), max_bytes=100)
+    assert info.value.code == ErrorCode.OUTSIDE_READ_ROOTS
+
+
+def test_stat_file_is_none_for_missing_paths(tree: Path) -> None:
+    ws = tree / "ws"
+    (ws / "f").write_bytes(b"")
+    assert stat_file(str(ws / "nope")) is None
+    assert stat_file(str(ws / "f" / "under-a-file")) is None
+    os.symlink(ws / "nope", ws / "dangling")
+    st = stat_file(str(ws / "dangling"))
+    assert st is not None
+    assert stat.S_ISLNK(st.st_mode)  # lstat: the link itself
+
+
+# -- ensure_parent -----------------------------------------------------------------------------
+
+
+def test_ensure_parent_creates_missing_folders(tree: Path) -> None:
+    ws = tree / "ws"
+    ensure_parent("a/b/c/file.txt", ctx_for(ws))
+    assert (ws / "a" / "b" / "c").is_dir()
+    assert not (ws / "a" / "b" / "c" / "file.txt").exists()
+
+
+def test_ensure_parent_with_a_file_in_the_way(tree: Path) -> None:
+    ws = tree / "ws"
+    (ws / "a").write_bytes(b"x")
+    with pytest.raises(ToolFailure) as info:
+        ensure_parent("a/b/file.txt", ctx_for(ws))
+    assert info.value.code == ErrorCode.NOT_A_FILE
+    assert "cannot create the folder" in info.value.message
+    assert (ws / "a").read_bytes() == b"x"
+
+
+def test_ensure_parent_refuses_outside_and_protected_folders(tree: Path) -> None:
+    ws = tree / "ws"
+    for path in ("../outside/new/x.txt", ".git/objects/x", ".handrail/x/y"):
+        with pytest.raises(ToolFailure) as info:
+            ensure_parent(path, ctx_for(ws))
+        assert info.value.code == ErrorCode.OUTSIDE_WRITE_ROOTS
+    assert not (tree / "outside" / "new").exists()
+    assert not (ws / ".git").exists()
+
+
+# -- atomic_write ------------------------------------------------------------------------------
+
+
+def test_atomic_write_creates_with_the_umask_mode(tree: Path) -> None:
+    ws = tree / "ws"
+    umask = os.umask(0o027)
+    try:
+        atomic_write("new.txt", b"data", ctx_for(ws))
+    finally:
+        os.umask(umask)
+    assert (ws / "new.txt").read_bytes() == b"data"
+    assert stat.S_IMODE(os.stat(ws / "new.txt").st_mode) == 0o640
+    assert temp_files(ws) == []
+
+
+def test_atomic_write_keeps_the_mode_and_replaces_the_inode(tree: Path) -> None:
+    ws = tree / "ws"
+    (ws / "run.sh").write_bytes(b"old")
+    os.chmod(ws / "run.sh", 0o755)
+    before = os.stat(ws / "run.sh").st_ino
+    atomic_write("run.sh", b"new", ctx_for(ws))
+    st = os.stat(ws / "run.sh")
+    assert stat.S_IMODE(st.st_mode) == 0o755
+    assert st.st_ino != before  # a rename, not an in-place rewrite
+    assert (ws / "run.sh").read_bytes() == b"new"
+
+
+def test_atomic_write_with_an_explicit_mode(tree: Path) -> None:
+    ws = tree / "ws"
+    atomic_write("x", b"", ctx_for(ws), mode=0o600)
+    assert stat.S_IMODE(os.stat(ws / "x").st_mode) == 0o600
+
+
+def test_atomic_write_refuses_a_symlink_at_the_target(tree: Path) -> None:
+    ws = tree / "ws"
+    (ws / "real.txt").write_bytes(b"real")
+    os.symlink(ws / "real.txt", ws / "alias.txt")
+    stale = str(ws / "alias.txt")
+    # What confine_write would have returned had the link appeared after the check.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_files, "confine_write", lambda path, ctx: stale)
+        with pytest.raises(ToolFailure) as info:
+            atomic_write(stale, b"x", ctx_for(ws))
+    assert info.value.code == ErrorCode.OUTSIDE_WRITE_ROOTS
+    assert (ws / "real.txt").read_bytes() == b"real"
+    assert os.path.islink(ws / "alias.txt")
+
+
+def test_atomic_write_refuses_a_directory(tree: Path) -> None:
+    ws = tree / "ws"
+    (ws / "d").mkdir()
+    with pytest.raises(ToolFailure) as info:
+        atomic_write("d", b"x", ctx_for(ws))
+    assert info.value.code == ErrorCode.NOT_A_FILE
+    assert (ws / "d").is_dir()
+
+
+def test_a_failed_rename_leaves_the_old_content_and_no_temp_file(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = tree / "ws"
+    (ws / "a.txt").write_bytes(b"old")
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(_files.os, "replace", fail)
+    with pytest.raises(ToolFailure) as info:
+        atomic_write("a.txt", b"new", ctx_for(ws))
+    assert "the file is unchanged" in info.value.message
+    monkeypatch.undo()
+    assert (ws / "a.txt").read_bytes() == b"old"
+    assert temp_files(ws) == []
+
+
+def test_a_failed_write_leaves_the_old_content_and_no_temp_file(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = tree / "ws"
+    (ws / "a.txt").write_bytes(b"old")
+    real_fsync = os.fsync
+    calls: list[int] = []
+
+    def fail_first(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 1:
+            raise OSError(5, "Input/output error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(_files.os, "fsync", fail_first)
+    with pytest.raises(ToolFailure):
+        atomic_write("a.txt", b"new", ctx_for(ws))
+    monkeypatch.undo()
+    assert (ws / "a.txt").read_bytes() == b"old"
+    assert temp_files(ws) == []
+
+
+def test_atomic_write_outside_the_roots_is_refused(tree: Path) -> None:
+    ws = tree / "ws"
+    with pytest.raises(ToolFailure) as info:
+        atomic_write("../outside/secret.txt", b"pwned", ctx_for(ws))
+    assert info.value.code == ErrorCode.OUTSIDE_WRITE_ROOTS
+    assert (tree / "outside" / "secret.txt").read_bytes() == b"secret\n"
