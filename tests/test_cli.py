@@ -47,3 +47,12 @@ def test_no_arguments_prints_help() -> None:
     out = run()
     assert out.returncode == 0
     assert "demo" in out.stdout
+
+
+def test_demo_coding_tools_scene() -> None:
+    text = run("demo").stdout
+    scene = text.split("4. Coding tools", 1)[1]
+    assert "[FILE_NOT_READ] edit_file" in scene
+    assert "[ok ] edit_file" in scene
+    assert "[OUTSIDE_WRITE_ROOTS] write_file" in scene
+    assert "CRLF line endings kept: True" in scene

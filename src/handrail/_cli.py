@@ -108,7 +108,50 @@ async def _demo() -> int:
     print(
         f"   the approver was asked {len(asked)} time(s) and denied; the model gets a clear result."
     )
+    await _demo_files()
     return 0
+
+
+async def _demo_files() -> None:
+    """Scene 4: the built-in coding tools on a throwaway workspace."""
+    import tempfile
+    from pathlib import Path
+
+    from .builtin import coding_tools
+
+    with tempfile.TemporaryDirectory(prefix="handrail-demo-") as tmp:
+        root = Path(tmp)
+        (root / "src").mkdir()
+        # A Windows-style file: the edit must keep its CRLF line endings.
+        (root / "src" / "greet.py").write_bytes(
+            b'def greet(name):\r\n    return "Hello, " + name\r\n'
+        )
+        (root / "README.md").write_text("# demo\n\nSay hello.\n")
+        rt = Runtime(Registry(coding_tools()), root=root, mode=PermissionMode.ACCEPT_EDITS)
+        print(f"\n4. Coding tools on a temporary workspace ({root}), mode accept_edits.")
+        steps: list[tuple[str, dict[str, object]]] = [
+            ("grep_search", {"pattern": "Hello", "output_mode": "content"}),
+            (
+                "edit_file",
+                {"file_path": "src/greet.py", "old_string": '"Hello, "', "new_string": '"Hi, "'},
+            ),
+            ("read_file", {"file_path": "src/greet.py"}),
+            (
+                "edit_file",
+                {"file_path": "src/greet.py", "old_string": '"Hello, "', "new_string": '"Hi, "'},
+            ),
+            ("write_file", {"file_path": "../outside.txt", "content": "escape"}),
+            ("list_files", {"pattern": "**/*.py"}),
+        ]
+        for name, args in steps:
+            r = await rt.call(name, args)
+            first = r.content.splitlines()[0] if r.content else ""
+            status = "ok " if r.ok else (r.error.value if r.error else "err")
+            print(f"  [{status}] {name}({', '.join(f'{k}={v!r}' for k, v in args.items())})")
+            print("      " + first[:110])
+        data = (root / "src" / "greet.py").read_bytes()
+        crlf = data.count(b"\r\n") == 2
+        print(f"   greet.py on disk now: {data!r} (CRLF line endings kept: {crlf})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

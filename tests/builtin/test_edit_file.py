@@ -581,6 +581,24 @@ async def test_a_file_changed_while_the_edit_is_prepared_is_not_overwritten(
     assert path.read_bytes() == b"one\nwritten meanwhile by someone else\n"
 
 
+def test_the_tool_itself_refuses_paths_outside_in_chinese(rt: Runtime, ws: Path) -> None:
+    # The policy refuses first (see above); the tool checks again where it opens the file.
+    ctx = ToolContext(
+        call_id="c",
+        tool_name="edit_file",
+        cwd=ws,
+        read_roots=(ws,),
+        write_roots=(ws,),
+        session=rt.session,
+        locale="zh",
+    )
+    args = EditFileArgs(file_path="../x.txt", old_string="a", new_string="b")
+    with pytest.raises(ToolFailure) as info:
+        EditFile().run(args, ctx)
+    assert info.value.code is ErrorCode.OUTSIDE_WRITE_ROOTS
+    assert info.value.message.startswith("不能修改 ../x.txt:它不在可写根目录")
+
+
 async def test_symlink_inside_the_root_edits_its_target(rt: Runtime, ws: Path) -> None:
     target = ws / "real.txt"
     target.write_bytes(b"value = 1\n")

@@ -421,7 +421,7 @@ async def test_rereading_an_unchanged_range_returns_a_short_note(ws: Path, rt: R
     again = await read(rt, "a.txt")
     assert again.ok
     assert norm(again.content, ws) == snapshot(
-        "Lines 1-5 of WS/a.txt are unchanged since this session last read or wrote them: the earlier output is still accurate, so rely on it instead of reading again. (If that output is no longer available to you, call read_file again with the same arguments and the text will be shown.)"
+        "Lines 1-5 of WS/a.txt are unchanged since this session last read them: the earlier output is still accurate, so rely on it instead of reading again. (If that output is no longer available to you, call read_file again with the same arguments and the text will be shown.)"
     )
     assert again.metadata["unchanged"] is True
     # A part of what was read is unchanged too.
@@ -533,7 +533,7 @@ async def test_messages_in_chinese(ws: Path) -> None:
         "\n\n[显示第 1-2 行,共 3 行;用 offset=3 再次调用以继续]"
     )
     assert norm((await read(rt, "a.txt", limit=2)).content, ws) == snapshot(
-        "WS/a.txt 的第 1-2 行自本会话上次读取或写入以来没有变化:之前的输出仍然准确,请直接使用它,无需再读。(如果你已无法看到那次输出,用相同参数再次调用 read_file 即会显示内容。)"
+        "WS/a.txt 的第 1-2 行自本会话上次读取以来没有变化:之前的输出仍然准确,请直接使用它,无需再读。(如果你已无法看到那次输出,用相同参数再次调用 read_file 即会显示内容。)"
     )
     assert norm((await read(rt, "src")).content, ws) == snapshot(
         "WS/src 是目录,不是文件。请用 list_files 查看其中的内容,再对其中的文件调用 read_file。"

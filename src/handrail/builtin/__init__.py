@@ -5,8 +5,27 @@ time, after the policy has decided from the tool's declared requests); writes ar
 keep a file's encoding, BOM and line endings; a file is changed only after this session read it
 in full, unchanged since; every failure is a `ToolResult` with a stable code and text that says
 what to do next, in English or Chinese.
+
+```python
+from handrail import Registry, Runtime
+from handrail.builtin import coding_tools
+
+rt = Runtime(Registry(coding_tools()), root="path/to/project", mode="accept_edits")
+```
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from .. import Tool
+from ._edit_file import EditFile as EditFile
+from ._grep_search import GrepSearch as GrepSearch
+from ._list_files import ListFiles as ListFiles
+from ._read_file import ReadFile as ReadFile
+from ._write_file import WriteFile as WriteFile
+
+__all__ = ["EditFile", "GrepSearch", "ListFiles", "ReadFile", "WriteFile", "coding_tools"]
+
+
+def coding_tools() -> list[Tool]:
+    """New instances of the file and search tools: read, write, edit, list and grep."""
+    return [EditFile(), GrepSearch(), ListFiles(), ReadFile(), WriteFile()]

@@ -393,11 +393,21 @@ def specs(args: EditFileArgs) -> list[EditSpec]:
     return [EditSpec(args.old_string, args.new_string, args.replace_all)]
 
 
+USAGE = (
+    "Before editing, read the file with read_file in this session; edits to a file that was "
+    "not read in full, or that changed since, are refused. Copy old_string from read_file's "
+    "output without the line-number prefix and tab, with enough surrounding lines to occur "
+    "exactly once (or set replace_all). Put several changes to one file in one call with "
+    "`edits`. Use edit_file, not write_file, to change part of an existing file."
+)
+
+
 class EditFile(Tool):
     """Replace exact text in a file the session has read; see `DESCRIPTION`."""
 
     name = "edit_file"
     description = DESCRIPTION
+    usage = USAGE
     kind = ToolKind.EDIT
     read_only = False
     concurrency_safe = False

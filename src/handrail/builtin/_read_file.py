@@ -94,8 +94,8 @@ CATALOG = {
         ),
         "empty": "{path} exists but is empty (0 lines).",
         "unchanged": (
-            "Lines {first}-{last} of {path} are unchanged since this session last read or "
-            "wrote them: the earlier output is still accurate, so rely on it instead of reading "
+            "Lines {first}-{last} of {path} are unchanged since this session last read "
+            "them: the earlier output is still accurate, so rely on it instead of reading "
             "again. (If that output is no longer available to you, call read_file again with "
             "the same arguments and the text will be shown.)"
         ),
@@ -141,7 +141,7 @@ CATALOG = {
         ),
         "empty": "{path} 存在,但内容为空(0 行)。",
         "unchanged": (
-            "{path} 的第 {first}-{last} 行自本会话上次读取或写入以来没有变化:之前的输出仍然准确,"
+            "{path} 的第 {first}-{last} 行自本会话上次读取以来没有变化:之前的输出仍然准确,"
             "请直接使用它,无需再读。(如果你已无法看到那次输出,"
             "用相同参数再次调用 read_file 即会显示内容。)"
         ),

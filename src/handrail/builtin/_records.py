@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 
 from .. import ErrorCode, FileRecord, Session, ToolContext, ToolFailure
-from ..sandbox import FileData, count_lines
+from ..sandbox import FileData
 from ._i18n import text
 
 __all__ = ["digest", "record_read", "record_write", "require_fresh", "unchanged_range"]
@@ -117,11 +117,16 @@ def record_write(ctx: ToolContext, path: str, data: bytes, *, mtime_ns: int) -> 
     """After a write: the session knows the new content in full."""
     sha = digest(data)
     size = len(data)
-    lines = count_lines(data)  # as read_file numbers them (UTF-16 and CR files included)
 
     def update(session: Session) -> None:
         session.files[path] = FileRecord(
-            mtime_ns=mtime_ns, size=size, sha256=sha, complete=True, ranges=((1, max(lines, 1)),)
+            # Fresh for the next change, but the text was never *shown* (an edit shows a diff):
+            # no ranges, so read_file displays the new content rather than an "unchanged" note.
+            mtime_ns=mtime_ns,
+            size=size,
+            sha256=sha,
+            complete=True,
+            ranges=(),
         )
 
     ctx.update_state(update)
