@@ -14,7 +14,10 @@ Each row times the same search both ways, interleaved, and reports medians:
   i.e. argument validation, permission check, rg, parsing, ordering, paging and the result;
 - rg: `subprocess.run([rg, *same_args])` with stdout captured, where `same_args` are recorded
   from the tool's own call, so both run exactly the same search.
-Targets (issue 3): grep_search <= 1.15x rg, list_files <= 1.2x `rg --files`.
+Targets (issue 3): grep_search <= 1.15x rg, list_files <= 1.2x `rg --files`. Rows marked `*`
+repeat the row above with the other order, to show what the newest-first order costs (one stat
+per listed file): list_files is newest-first by default (the issue asks for it) and `*` shows it
+by path; grep_search is by path by default and `*` shows its `newest_first = True` option.
 
 Reference rows (no target) show what the same newest-first order costs inside rg
 (`--sortr=modified`, single-threaded) and the floor of statting every listed file once.
@@ -174,6 +177,7 @@ def ms(values: list[float]) -> str:
 
 ROWS: list[tuple[str, str, dict[str, Any], float]] = [
     ("grep_search", "files_with_matches, literal 'import os'", {"pattern": "import os"}, 1.15),
+    ("grep_search*", "  the same, GrepSearch.newest_first=True", {"pattern": "import os"}, 1.15),
     (
         "grep_search",
         "content, regex 'def \\w+_cache\\(' (default head_limit)",
@@ -182,6 +186,7 @@ ROWS: list[tuple[str, str, dict[str, Any], float]] = [
     ),
     ("grep_search", "count, regex 'TODO$'", {"pattern": "TODO$", "output_mode": "count"}, 1.15),
     ("list_files", "default pattern **/*", {}, 1.2),
+    ("list_files*", "  the same, ListFiles.newest_first=False", {}, 1.2),
     ("list_files", "pattern '*.py'", {"pattern": "*.py"}, 1.2),
 ]
 
@@ -189,6 +194,10 @@ ROWS: list[tuple[str, str, dict[str, Any], float]] = [
 async def timed_rows(rg: str, tree: Path, opts: argparse.Namespace) -> tuple[int, list[str]]:
     """The rows with targets; returns the misses and list_files' rg arguments."""
     rt = Runtime(Registry([ListFiles(), GrepSearch()]), root=tree)
+    # The `*` rows: each tool with its other ordering.
+    grep_newest, list_by_path = GrepSearch(), ListFiles()
+    grep_newest.newest_first, list_by_path.newest_first = True, False
+    rt_by_path = Runtime(Registry([grep_newest, list_by_path]), root=tree)
     for _ in range(2):  # warm the page cache and the code paths
         rg_once(rg, ["--files"], tree)
         rg_once(rg, ["-l", "--hidden", "zzzz-no-such-text"], tree)
@@ -200,13 +209,18 @@ async def timed_rows(rg: str, tree: Path, opts: argparse.Namespace) -> tuple[int
     misses = 0
     listed_args: list[str] = []
     for tool, label, arguments, target in ROWS:
-        module = _grep_search if tool == "grep_search" else _list_files
+        module = _grep_search if tool.startswith("grep_search") else _list_files
+        runtime = rt_by_path if tool.endswith("*") else rt
 
-        async def call(tool: str = tool, arguments: dict[str, Any] = arguments) -> Any:
-            return await rt.call(tool, arguments)
+        async def call(
+            tool: str = tool.rstrip("*"),
+            arguments: dict[str, Any] = arguments,
+            runtime: Runtime = runtime,
+        ) -> Any:
+            return await runtime.call(tool, arguments)
 
         rg_args = await record(module, call)
-        if tool == "list_files" and not listed_args:
+        if tool.startswith("list_files") and not listed_args:
             listed_args = rg_args
         ours, theirs, result = await measure(rg, tree, opts.runs, call, rg_args)
         ratio = statistics.median(ours) / statistics.median(theirs)

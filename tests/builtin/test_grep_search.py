@@ -22,12 +22,14 @@ from handrail import (
     Registry,
     Runtime,
     Session,
+    ToolCall,
     ToolContext,
     ToolFailure,
     ToolResult,
 )
 from handrail.builtin import _list_files
 from handrail.builtin._grep_search import GrepSearch, GrepSearchArgs
+from handrail.builtin._list_files import ListFiles
 from handrail.sandbox import _ripgrep, find_ripgrep
 
 RG = find_ripgrep()
@@ -82,8 +84,15 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
+def newest_tool() -> GrepSearch:
+    # Most order checks here use the newest-first option; the default (path order) has its own test.
+    tool = GrepSearch()
+    tool.newest_first = True
+    return tool
+
+
 def make_runtime(ws: Path, tool: GrepSearch | None = None, **options: Any) -> Runtime:
-    return Runtime(Registry([tool or GrepSearch()]), root=ws, **options)
+    return Runtime(Registry([tool or newest_tool()]), root=ws, **options)
 
 
 async def grep(rt: Runtime, pattern: str, **args: Any) -> ToolResult:
@@ -126,7 +135,7 @@ def test_description_flags_and_schema() -> None:
     assert tool.description == snapshot("""\
 Search file contents with a regular expression (ripgrep). Use it instead of running grep or rg in a shell.
 - Rust regex syntax: escape literal braces and parentheses (`interface\\{\\}`, `foo\\(`), or set fixed_strings=true to search for text as written.
-- output_mode "files_with_matches" (default) lists matching files, newest first; "content" shows matching lines as `path:line:text` (add context/before/after for surrounding lines); "count" gives matching lines per file.
+- output_mode "files_with_matches" (default) lists matching files by path; "content" shows matching lines as `path:line:text` (add context/before/after for surrounding lines); "count" gives matching lines per file.
 - Narrow with path (a folder or one file), glob (`*.py`, `src/**/*.ts`) or type (`py`, `js`, `rust`...). Files ignored by .gitignore are skipped unless no_ignore=true; hidden files are searched; .git is not. Lines over 500 characters are cut.
 - Results stop at head_limit (default 250 files or 100 lines); the last line gives the total and the offset for the next page.
 - To find files by name use list_files; to read a whole file use read_file.\
@@ -151,16 +160,16 @@ Search file contents with a regular expression (ripgrep). Use it instead of runn
                 "glob": {
                     "anyOf": [{"type": "string"}, {"type": "null"}],
                     "default": None,
-                    "description": "Only search files whose path matches this glob, e.g. `*.py`, `*.{ts,tsx}`, `src/**/*.rs`; a leading `!` excludes (`!*.min.js`).",
+                    "description": "Only search files whose path (relative to `path`) matches this glob, e.g. `*.py`, `*.{ts,tsx}`, `src/**/*.rs`; a leading `!` excludes (`!*.min.js`). Not applied when path is a single file.",
                 },
                 "type": {
                     "anyOf": [{"type": "string"}, {"type": "null"}],
                     "default": None,
-                    "description": "Only search files of this ripgrep type, e.g. py, js, ts, rust, go, java, md (more efficient than glob for standard types).",
+                    "description": "Only search files of this ripgrep type, e.g. py, js, ts, rust, go, java, md (more efficient than glob for standard types). Not applied when path is a file.",
                 },
                 "output_mode": {
                     "default": "files_with_matches",
-                    "description": '"files_with_matches" (default): matching file paths, newest first; "content": the matching lines as path:line:text; "count": matching lines per file.',
+                    "description": '"files_with_matches" (default): matching file paths, sorted by path; "content": the matching lines as path:line:text; "count": matching lines per file.',
                     "enum": ["files_with_matches", "content", "count"],
                     "type": "string",
                 },
@@ -241,6 +250,14 @@ def test_permission_request_is_the_path_searched(ws: Path) -> None:
 # -- the matches are rg's ----------------------------------------------------------------------
 
 
+async def test_files_with_matches_default_to_path_order(ws: Path) -> None:
+    rt = make_runtime(ws, GrepSearch())
+    expected = rg_out(ws, "-l", "needle")
+    r = await grep(rt, "needle", head_limit=0)
+    assert body(r) == sorted(expected, key=lambda p: p.replace("/", "\0"))
+    assert "by path" in r.content.splitlines()[-1]
+
+
 async def test_files_with_matches_equal_rg_newest_first(ws: Path) -> None:
     r = await grep(make_runtime(ws), "needle")
     expected = rg_out(ws, "--files-with-matches", "needle")
@@ -251,6 +268,16 @@ async def test_files_with_matches_equal_rg_newest_first(ws: Path) -> None:
     assert "binary.bin" not in paths  # rg skips binary files in a recursive search
     assert r.content.splitlines()[-1] == snapshot("(Found 9 files, newest first.)")
     assert r.summary == "grep_search: 9 files"
+
+
+async def test_files_by_path_when_configured(ws: Path) -> None:
+    tool = GrepSearch()
+    tool.newest_first = False
+    r = await grep(make_runtime(ws, tool), "needle", head_limit=3)
+    assert body(r) == rg_out(ws, "--files-with-matches", "needle")[:3]
+    assert r.content.splitlines()[-1] == snapshot(
+        "(Found 9 files; showing 1-3 (head_limit=3, offset=0), by path. Next page: call grep_search again with offset=3.)"
+    )
 
 
 async def test_content_equals_rg(ws: Path) -> None:
@@ -372,6 +399,25 @@ async def test_a_single_file(ws: Path) -> None:
     )
 
 
+async def test_a_file_named_like_an_option(ws: Path) -> None:
+    (ws / "-dash.txt").write_text("needle\n")
+    r = await grep(make_runtime(ws), "needle", path="-dash.txt", output_mode="content")
+    assert body(r) == ["-dash.txt:1:needle"]
+
+
+async def test_a_fifo_is_refused_without_being_opened(ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    r = await grep(make_runtime(ws), "needle", path="pipe")
+    assert r.error is ErrorCode.INVALID_ARGS
+    r = await grep(make_runtime(ws), "needle")  # in a folder, rg skips it
+    assert r.ok and "pipe" not in body(r)
+
+
+async def test_an_absolute_glob_inside_the_folder_works(ws: Path) -> None:
+    r = await grep(make_runtime(ws), "needle", glob=f"{ws}/src/*.py")
+    assert body(r) == ["src/util.py", "src/app.py"]
+
+
 async def test_path_narrows_and_paths_stay_relative_to_the_cwd(ws: Path) -> None:
     r = await grep(make_runtime(ws), "needle", path="src", output_mode="content")
     assert body(r) == ["src/" + line for line in rg_out(ws / "src", *CONTENT, "needle")]
@@ -384,6 +430,23 @@ async def test_no_matches_is_a_success(ws: Path) -> None:
     for mode in ("files_with_matches", "content", "count"):
         r = await grep(make_runtime(ws), "zzz-not-there", output_mode=mode)
         assert r.ok and r.content == "No matches found."
+
+
+async def test_both_tools_in_one_parallel_batch(ws: Path) -> None:
+    """Read-only and concurrency-safe: a batch of searches runs together, results in order."""
+    rt = Runtime(Registry([ListFiles(), GrepSearch()]), root=ws)
+    calls = [
+        ToolCall(id="1", name="list_files", arguments='{"pattern": "*.md"}'),
+        ToolCall(id="2", name="grep_search", arguments='{"pattern": "needle", "type": "md"}'),
+        ToolCall(
+            id="3", name="grep_search", arguments='{"pattern": "def", "output_mode": "count"}'
+        ),
+    ]
+    batch = await rt.call_many(calls)
+    assert [r.call_id for r in batch] == ["1", "2", "3"] and all(r.ok for r in batch)
+    assert sorted(body(batch[0])) == ["docs/ünïcödé.md", "src/notes.md"]
+    assert set(body(batch[1])) == {"docs/ünïcödé.md", "src/notes.md"}
+    assert body(batch[2]) == [line.replace("\0", ":") for line in rg_out(ws, "-c", "def")]
 
 
 # -- paging ------------------------------------------------------------------------------------
@@ -554,7 +617,7 @@ async def test_timeout_returns_partial_results_flagged(
     fake.chmod(0o755)
     monkeypatch.setattr(_ripgrep, "find_ripgrep", lambda: str(fake))
     monkeypatch.setattr(_list_files, "find_ripgrep", lambda: str(fake))
-    tool = GrepSearch()
+    tool = newest_tool()
     tool.search_timeout = 0.3
     r = await grep(make_runtime(ws, tool), "needle")
     assert r.ok

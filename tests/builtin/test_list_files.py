@@ -19,6 +19,7 @@ from inline_snapshot import snapshot
 from handrail import ErrorCode, ReadPath, Registry, Runtime, Session, ToolContext, ToolFailure
 from handrail.builtin import _list_files
 from handrail.builtin._list_files import ListFiles, ListFilesArgs
+from handrail.builtin._list_files import newest_first as pick_newest
 from handrail.sandbox import _ripgrep, find_ripgrep
 
 RG = find_ripgrep()
@@ -255,6 +256,17 @@ async def test_newest_first_with_a_name_tie_break(tmp_path: Path) -> None:
     assert listed(r.content) == ["new.txt", "a/z.txt", "a.txt", "b/tie.txt", "old.txt"]
 
 
+async def test_by_path_when_configured(ws: Path) -> None:
+    tool = ListFiles()
+    tool.newest_first = False
+    r = await list_files(make_runtime(ws, tool), limit=3)
+    assert listed(r.content) == sorted(rg_files(ws), key=lambda p: p.replace("/", "\0"))[:3]
+    assert listed(r.content) == rg_files(ws, "--sort=path")[:3]
+    assert r.content.splitlines()[-1] == snapshot(
+        "(Showing 1-3 of 12 files, by path. More: call list_files again with offset=3, or narrow the pattern or path.)"
+    )
+
+
 async def test_paging_footers(ws: Path) -> None:
     rt = make_runtime(ws)
     everything = newest_first(ws, rg_files(ws))
@@ -315,6 +327,29 @@ async def test_outside_the_cwd_paths_are_absolute(ws: Path) -> None:
     assert set(listed(r.content)) == set(rg_files(ws / "src"))
 
 
+def test_newest_first_sorts_only_what_can_be_shown() -> None:
+    paths = ["a", "b", "c", "d", "e", "f/g", "f.txt"]
+    mtimes = [5, 9, 9, 1, 9, 7, 7]
+    assert pick_newest(paths, mtimes, 3) == [1, 2, 4]  # b, c, e: newest, then by name
+    assert pick_newest(paths, mtimes, 5) == [1, 2, 4, 5, 6]  # f/g before f.txt (walk order)
+    assert pick_newest(paths, mtimes, 100) == [1, 2, 4, 5, 6, 0, 3]
+    assert pick_newest(paths, mtimes, 0) == [] and pick_newest([], [], 5) == []
+
+
+async def test_an_absolute_pattern_inside_the_folder_works(ws: Path) -> None:
+    r = await list_files(make_runtime(ws), pattern=f"{ws}/src/**/*.py")
+    assert sorted(listed(r.content)) == ["src/main.py", "src/sub/deep.py", "src/util.py"]
+
+
+async def test_odd_names(ws: Path) -> None:
+    (ws / "-dash.txt").write_text("x\n")
+    (ws / os.fsdecode(b"bad\xff.txt")).write_text("x\n")
+    r = await list_files(make_runtime(ws), pattern="*.txt")
+    assert r.ok
+    assert "-dash.txt" in listed(r.content) and "bad\ufffd.txt" in listed(r.content)
+    r.content.encode("utf-8")  # valid UTF-8 whatever the file names
+
+
 # -- refusals ----------------------------------------------------------------------------------
 
 
@@ -357,6 +392,15 @@ async def test_a_file_is_not_a_folder(ws: Path) -> None:
     assert r.error is ErrorCode.INVALID_ARGS
     assert r.content.replace(str(ws), "WS") == snapshot(
         "WS/README.md is a file, not a folder. Call read_file to read it, or pass its folder as path to list files there."
+    )
+
+
+async def test_a_fifo_is_refused_without_being_opened(ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    r = await list_files(make_runtime(ws), path="pipe")
+    assert r.error is ErrorCode.INVALID_ARGS
+    assert r.content.replace(str(ws), "WS") == snapshot(
+        "WS/pipe is not a folder or a regular file. Pass a folder as path."
     )
 
 

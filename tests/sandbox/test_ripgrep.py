@@ -8,6 +8,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -79,8 +80,6 @@ def gone(pid: int) -> bool:
                     return True  # a zombie: dead, waiting for its parent
         except OSError:
             return True
-        import time
-
         time.sleep(0.02)
     return False
 

@@ -126,12 +126,14 @@ CATALOG: Catalog = {
             "{path} is a file, not a folder. Call read_file to read it, or pass its folder as "
             "path to list files there."
         ),
-        "all": "({files}, newest first.)",
+        "all": "({files}{order}.)",
         "page": (
-            "(Showing {first}-{last} of {files}, newest first. More: call list_files again "
+            "(Showing {first}-{last} of {files}{order}. More: call list_files again "
             "with offset={next}, or narrow the pattern or path.)"
         ),
-        "last_page": "(Showing {first}-{last} of {files}, newest first; this is the last page.)",
+        "last_page": "(Showing {first}-{last} of {files}{order}; this is the last page.)",
+        "order_newest": ", newest first",
+        "order_path": ", by path",
         "past_end": (
             "(No files at offset={offset}: only {files} match. Call again with a smaller "
             "offset, e.g. offset=0.)"
@@ -142,12 +144,14 @@ CATALOG: Catalog = {
         "not_dir": (
             "{path} 是文件而不是文件夹。请用 read_file 读取它,或把它所在的文件夹作为 path 传入。"
         ),
-        "all": "(共 {files},最新修改的在前。)",
+        "all": "(共 {files}{order}。)",
         "page": (
-            "(显示第 {first}-{last} 个,共 {files},最新修改的在前。查看更多:再次调用 list_files"
+            "(显示第 {first}-{last} 个,共 {files}{order}。查看更多:再次调用 list_files"
             " 并传入 offset={next},或缩小模式或路径的范围。)"
         ),
-        "last_page": "(显示第 {first}-{last} 个,共 {files},最新修改的在前;这是最后一页。)",
+        "last_page": "(显示第 {first}-{last} 个,共 {files}{order};这是最后一页。)",
+        "order_newest": ",最新修改的在前",
+        "order_path": ",按路径排序",
         "past_end": (
             "(offset={offset} 处没有文件:只有 {files} 匹配。"
             "请用更小的 offset 再调用,例如 offset=0。)"
@@ -215,6 +219,13 @@ def path_key(path: str) -> str:
     return path.replace("/", "\x00")
 
 
+def first_by_path(paths: Sequence[str], count: int) -> list[str]:
+    """The first `count` paths in path order (folder by folder)."""
+    if count * 4 < len(paths):
+        return heapq.nsmallest(count, paths, key=path_key)
+    return sorted(paths, key=path_key)[:count]
+
+
 def newest_first(paths: Sequence[str], mtimes: Sequence[int], count: int) -> list[int]:
     """Indices of the first `count` paths, newest-modified first, ties by path.
 
@@ -256,8 +267,21 @@ def printable(content: str) -> str:
     try:
         content.encode("utf-8")
     except UnicodeEncodeError:
-        return content.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        try:
+            return content.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        except UnicodeEncodeError:  # a surrogate that is no escaped byte
+            return content.encode("utf-8", "replace").decode("utf-8")
     return content
+
+
+def relative_glob(pattern: str, folder: str) -> str:
+    """A glob written as an absolute path inside `folder`, made relative to it."""
+    negated = pattern.startswith("!")
+    body = pattern[1:] if negated else pattern
+    base = folder.rstrip("/") + "/"
+    if body.startswith(base):
+        body = body[len(base) :]
+    return ("!" if negated else "") + body
 
 
 def glob_error(locale: str, pattern: str, type_filter: bool = True) -> str | None:
@@ -337,6 +361,9 @@ class ListFiles(Tool):
     idempotent = True
     args_model: ClassVar[type[BaseModel] | None] = ListFilesArgs
 
+    newest_first: bool = True
+    """Order newest-modified first (one stat per listed file, done while rg walks), or by
+    path when False (faster on huge trees; the issue's contract is newest first)."""
     search_timeout: float = SEARCH_TIMEOUT
     """Seconds before rg is stopped and the files found so far are returned, flagged."""
     max_output: int = 32 << 20
@@ -361,7 +388,7 @@ class ListFiles(Tool):
                 text(locale, CATALOG, "not_dir", path=root.path), code=ErrorCode.INVALID_ARGS
             )
         require_rg(locale)
-        glob = compile_glob(args.pattern)
+        glob = compile_glob(relative_glob(args.pattern, root.path))
         rg_args = ["--files", "--null", "--no-messages", "--hidden", *vcs_args()]
         if args.no_ignore:
             rg_args.append("--no-ignore")
@@ -373,7 +400,7 @@ class ListFiles(Tool):
             timeout=seconds,
             ctx=ctx,
             nul_separated=True,
-            with_mtime=True,
+            with_mtime=self.newest_first,
             keep=glob.match,
             max_output=self.max_output,
         )
@@ -391,32 +418,41 @@ class ListFiles(Tool):
     ) -> ToolResult:
         locale = ctx.locale
         paths, total = run.records, len(run.records)
-        order = newest_first(paths, run.mtimes, args.offset + args.limit)[args.offset :]
-        lines = [root.prefix + paths[i] for i in order]
+        stop = args.offset + args.limit
+        if self.newest_first:
+            shown = [paths[i] for i in newest_first(paths, run.mtimes, stop)[args.offset :]]
+        else:
+            shown = first_by_path(paths, stop)[args.offset :]
+        lines = [root.prefix + p for p in shown]
         first, last = args.offset + 1, args.offset + len(lines)
         files = count_text(locale, "n_files", total)
+        how = text(locale, CATALOG, "order_newest" if self.newest_first else "order_path")
         if total == 0:
             footer = None
             lines = [text(locale, CATALOG, "none")]
         elif not lines:
             footer = text(locale, CATALOG, "past_end", offset=args.offset, files=files)
         elif last < total:
-            footer = text(locale, CATALOG, "page", first=first, last=last, files=files, next=last)
+            footer = text(
+                locale, CATALOG, "page", first=first, last=last, files=files, next=last, order=how
+            )
         elif args.offset:
-            footer = text(locale, CATALOG, "last_page", first=first, last=last, files=files)
+            footer = text(
+                locale, CATALOG, "last_page", first=first, last=last, files=files, order=how
+            )
         else:
-            footer = text(locale, CATALOG, "all", files=files)
+            footer = text(locale, CATALOG, "all", files=files, order=how)
         note = partial_note(locale, run, seconds, self.max_output)
         content = "\n".join([*lines, *(f for f in (footer, note) if f)])
         metadata: dict[str, Any] = {
             "total": total,
-            "shown": len(order),
+            "shown": len(shown),
             "offset": args.offset,
             "limit": args.limit,
             "partial": run.partial,
             "stopped": run.stopped,
         }
-        summary = f"list_files: {len(order)} of {total} files" + (
+        summary = f"list_files: {len(shown)} of {total} files" + (
             " (partial)" if run.partial else ""
         )
         return ToolResult.success(printable(content), summary=summary, metadata=metadata)

@@ -4,10 +4,11 @@
 interpreter's scripts directory first, then on PATH. It runs with an argument list (never a
 shell), `--no-config` (a RIPGREP_CONFIG_PATH must not change what a tool runs), stdin from
 /dev/null, in its own process group, so a time limit or a cancellation stops it and anything
-it started (`kill_tree`). Its output is read on a dedicated thread as it arrives, split into records
-(paths or lines), optionally with each path's modification time (statted while rg is still
-walking, so sorting by mtime costs little extra time), up to a memory cap. Whatever stops it
-early (the time limit, cancellation, the cap), what arrived so far is returned, flagged.
+it started (`kill_tree`). Its output is read on a dedicated thread as it arrives, split into
+records (paths or lines), up to a memory cap; with `with_mtime` each path is statted on that
+thread while rg is still running (one lstat per path: on a 2-vCPU VM about as long as rg's
+whole `--files` walk, see bench/search.py). Whatever stops rg early (the time limit,
+cancellation, the cap), what arrived so far is returned, flagged.
 
 Globs: rg's `--glob` is an *override* that beats every ignore rule (`--glob '*.log'` lists
 gitignored logs), so a glob that selects files is never passed that way. `compile_glob` turns
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import functools
 import os
 import re
@@ -60,7 +60,19 @@ _READ_SIZE = 1 << 20
 _PIPE_SIZE = 1 << 20
 _STDERR_CAP = 64 << 10
 _GRACE = 0.5
-_F_SETPIPE_SZ: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)
+
+
+def _grow_pipe(fd: int) -> None:
+    """Linux: a 1 MiB pipe, so rg rarely waits for the reader."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    setpipe: int | None = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setpipe is not None:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, setpipe, _PIPE_SIZE)
+
 
 Stopped = Literal["timeout", "cancelled", "output_limit"]
 
@@ -405,6 +417,8 @@ class _Reader:
         self.keep = keep
         self.cap = cap
         self.capped = False
+        self.abandoned = False
+        """Set when the caller stopped waiting: nothing more is added to the run."""
         self.error: BaseException | None = None
 
     def __call__(self) -> None:
@@ -445,6 +459,8 @@ class _Reader:
         # rg ends every record with the separator: a tail is a record cut short by a stop.
 
     def _add(self, records: list[str]) -> None:
+        if self.abandoned:
+            return
         if self.keep is not None:
             keep = self.keep
             records = [r for r in records if keep(r)]
@@ -515,9 +531,10 @@ async def run_ripgrep(
     loop = asyncio.get_running_loop()
     t0 = loop.time()
     read_fd, write_fd = os.pipe()
-    if _F_SETPIPE_SZ is not None:
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(write_fd, _F_SETPIPE_SZ, _PIPE_SIZE)
+    # Whoever still holds the output pipe when rg is stopped is stopped with it (a `--pre`
+    # helper, a stray child), so the reader always sees the end of the output.
+    pipes = {os.fstat(read_fd).st_ino}
+    _grow_pipe(write_fd)
     stat_dir: int | None = None
     try:
         if with_mtime:
@@ -578,20 +595,25 @@ async def run_ripgrep(
             run.stopped = (
                 "cancelled" if cancel_task is not None and cancel_task.done() else "timeout"
             )
-            await kill_tree(proc, grace=_GRACE)
-            await finished
+            await kill_tree(proc, grace=_GRACE, pipes=pipes)
+            try:
+                await asyncio.wait_for(asyncio.shield(finished), _GRACE * 4)
+            except TimeoutError:  # the pipe is still held open somewhere: stop waiting
+                reader.abandoned = True
+                n = len(run.mtimes) if with_mtime else len(run.records)
+                run.records, run.mtimes = run.records[:n], run.mtimes[:n]  # detached copies
         elif reader.capped:
             run.stopped = "output_limit"
         if proc.returncode is None:
             try:
                 await asyncio.wait_for(proc.wait(), _GRACE * 4)
             except TimeoutError:
-                await kill_tree(proc, grace=_GRACE)
+                await kill_tree(proc, grace=_GRACE, pipes=pipes)
         with contextlib.suppress(TimeoutError):
             stderr = await asyncio.wait_for(err_task, _GRACE * 4)
             run.error = _strip_prefix(stderr.decode("utf-8", "replace"))
     except BaseException:
-        await kill_tree(proc, grace=_GRACE)
+        await kill_tree(proc, grace=_GRACE, pipes=pipes)
         raise
     finally:
         if cancel_task is not None:
