@@ -185,3 +185,26 @@ async def test_truncation_marker(tmp_path: Path) -> None:
     assert marker == snapshot(
         "[... 3684 characters (471 lines) omitted. The full output is saved in <tmp>/out/loud-call_1.txt; read that file to see the omitted part ...]"
     )
+
+
+async def test_runtime_sentences_in_chinese(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    zh = Runtime(Registry([Writer(), save, hang, github_issues]), root=tmp_path / "ws", locale="zh")
+    texts = [
+        (await zh.call("sav")).content,
+        (await zh.call("github_issues", {"repo": "a/b"})).content,
+        (await zh.call("save", {"text": "x"})).content,
+        (await zh.call("hang")).content,
+    ]
+    accept = Runtime(Registry([Writer()]), root=tmp_path / "ws", mode="accept_edits", locale="zh")
+    outside = (await accept.call("write_file", {"path": "../x.txt"})).content
+    texts.append(outside.replace(str(tmp_path), "<tmp>"))
+    assert texts == snapshot(
+        [
+            "没有名为 `sav` 的工具。你是不是想用 `save`?更多工具可以用 tool_search 查找。",
+            '工具 `github_issues` 尚未加载。请先用 query "select:github_issues" 调用 tool_search,再重新调用 `github_issues`。',
+            "尚未执行:`save` 需要用户批准(`save` can change things)。请等待用户的决定。",
+            "`hang` 未能在 0.05 秒内完成,已被停止。请缩小任务或参数范围。",
+            "已拒绝:<tmp>/x.txt is outside the write roots (<tmp>/ws)。只能使用允许的根目录内的路径。",
+        ]
+    )

@@ -30,6 +30,7 @@ from .._contract import (
     ToolResult,
 )
 from ..errors import ConfigurationError
+from ._messages import say
 
 if TYPE_CHECKING:
     from ._runtime import Prepared, RunState, Runtime
@@ -323,7 +324,7 @@ class StreamingExecutor:
             task = asyncio.current_task()
             if e.run_state.reason is None or task is None or task.uncancel() > 0:
                 raise
-            result = self._cancelled(e, e.run_state.message or "The call was cancelled.")
+            result = self._cancelled(e, e.run_state.message or say(self._rt.locale, "cancelled"))
         except Exception as exc:  # a bug in handrail itself: still one result per call
             result = rt._fail(  # pyright: ignore[reportPrivateUsage]
                 e.call,
@@ -343,10 +344,7 @@ class StreamingExecutor:
         group = [x for x in self._entries if x.group == failed.group and x is not failed]
         if not group:
             return
-        reason = (
-            f"Cancelled because the shell call `{failed.call.id}` "
-            "in the same parallel group failed."
-        )
+        reason = say(self._rt.locale, "sibling_failed", failed=failed.call.id)
         for x in group:
             if not x.shell:
                 continue
@@ -409,7 +407,7 @@ class StreamingExecutor:
             name = e.prepared.tool.name if e.prepared is not None else e.call.name
             e.result = Interrupted(
                 ok=False,
-                content=f"Not run yet: waiting for the approval of call `{blocker}`.",
+                content=say(self._rt.locale, "waiting_behind", blocker=blocker),
                 error=ErrorCode.INTERRUPTED,
                 summary=f"{name}: waiting",
                 call_id=e.call.id,

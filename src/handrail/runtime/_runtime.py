@@ -55,6 +55,7 @@ from ..permissions import Rule as _Rule
 from ..sandbox import resolve_path
 from ..validation import InvalidArguments, closest, format_issues
 from ._hooks import run_post_hooks, run_pre_hooks
+from ._messages import say
 from ._shaping import to_text, truncate
 from ._threads import POOL
 
@@ -373,8 +374,7 @@ class Runtime:
                 tool.name,
                 t0,
                 ErrorCode.TOOL_NOT_ACTIVATED,
-                f"The tool `{tool.name}` is not loaded yet. Call tool_search with "
-                f'query "select:{tool.name}" first, then call `{tool.name}` again.',
+                say(self.locale, "not_activated", name=tool.name),
             )
         try:
             args = tool.validator.validate(call.arguments, self.locale)
@@ -382,7 +382,7 @@ class Runtime:
             return self._invalid(call, tool.name, t0, exc)
         except Exception as exc:  # a validator bug must not escape the runtime either
             logger.exception("validating arguments for %s failed", tool.name)
-            text = f"The arguments could not be checked ({_exc_text(exc)}). Try simpler arguments."
+            text = say(self.locale, "not_checked", detail=_exc_text(exc))
             return self._fail(call, tool.name, t0, ErrorCode.INVALID_ARGS, text)
         return Prepared(call=call, tool=tool, args=args, t0=t0)
 
@@ -595,7 +595,7 @@ class Runtime:
             logger.exception("validate_input of %s raised", p.tool.name)
             return self._fail(p.call, p.tool.name, p.t0, ErrorCode.EXECUTION_ERROR, _exc_text(exc))
         if verdict:
-            text = f"{verdict}\nCall `{p.tool.name}` again with corrected arguments."
+            text = say(self.locale, "call_again", verdict=verdict, name=p.tool.name)
             return self._fail(p.call, p.tool.name, p.t0, ErrorCode.INVALID_ARGS, text)
         return None
 
@@ -652,10 +652,7 @@ class Runtime:
         self._pending[p.call.id] = pending
         return Interrupted(
             ok=False,
-            content=(
-                f"Not run yet: `{p.tool.name}` needs the user's approval ({decision.reason}). "
-                "Wait for the user's decision."
-            ),
+            content=say(self.locale, "needs_approval", name=p.tool.name, reason=decision.reason),
             error=ErrorCode.INTERRUPTED,
             summary=f"{p.tool.name}: waiting for approval",
             approval=request,
@@ -755,7 +752,7 @@ class Runtime:
             return await self._post(p, plan, session, result, notes, failed=True)
         except Exception as exc:
             logger.error("tool %s raised", tool.name, exc_info=exc)
-            text = _exc_text(exc) + "\nThe tool failed; fix the cause or try a different approach."
+            text = say(self.locale, "tool_failed", detail=_exc_text(exc))
             result = self._fail(call, tool.name, p.t0, ErrorCode.EXECUTION_ERROR, text)
             return await self._post(p, plan, session, result, notes, failed=True)
         finally:
@@ -795,10 +792,7 @@ class Runtime:
         if state.ctx is not None:
             state.ctx.cancel()
         if state.reason == "timeout":
-            text = (
-                f"`{p.tool.name}` did not finish within {timeout:g} seconds and was stopped. "
-                "Try a smaller task, or narrower arguments."
-            )
+            text = say(self.locale, "timeout", name=p.tool.name, seconds=timeout or 0)
             result = self._fail(p.call, p.tool.name, p.t0, ErrorCode.TIMEOUT, text)
             return await self._post(
                 p,
@@ -813,7 +807,7 @@ class Runtime:
             p.tool.name,
             p.t0,
             ErrorCode.CANCELLED,
-            state.message or "The call was cancelled.",
+            state.message or say(self.locale, "cancelled"),
         )
 
     def _shape(
@@ -833,7 +827,7 @@ class Runtime:
         meta: Mapping[str, Any] = base.metadata if base is not None else EMPTY
         ok = base.ok if base is not None else True
         if not content and ok:
-            content = f"({tool.name} completed with no output)"
+            content = say(self.locale, "no_output", name=tool.name)
         elif len(content) > tool.max_result_chars:
             content, extra = truncate(
                 content,
@@ -919,14 +913,9 @@ class Runtime:
         )
 
     def _denied(self, p: Prepared, denial: Denial, code: ErrorCode) -> ToolResult:
-        if code is ErrorCode.PERMISSION_DENIED:
-            text = (
-                f"Permission denied: {denial.reason.rstrip('.')}. Do not retry this call as is; "
-                "choose another approach or ask the user."
-            )
-        else:
-            reason = denial.reason.rstrip(".")
-            text = f"Refused: {reason}. Only paths inside the allowed roots can be used."
+        reason = denial.reason.rstrip(".")
+        key = "denied" if code is ErrorCode.PERMISSION_DENIED else "refused"
+        text = say(self.locale, key, reason=reason)
         return ToolResult(
             ok=False,
             content=text,
@@ -945,19 +934,17 @@ class Runtime:
             tools = self.registry.list(session=session)
             visible = self._visible[key] = [t.name for t in tools if t.name in self._table]
         guesses = closest(call.name, visible)
+        loc = self.locale
         if guesses:
-            hint = "Did you mean " + " or ".join(f"`{g}`" for g in guesses) + "?"
+            names = say(loc, "or").join(f"`{g}`" for g in guesses)
+            hint = say(loc, "did_you_mean", names=names)
         else:
-            hint = "Available tools: " + (", ".join(f"`{n}`" for n in visible) or "(none)") + "."
+            names = ", ".join(f"`{n}`" for n in visible) or say(loc, "none")
+            hint = say(loc, "available", names=names)
         if self.registry.has_deferred:
-            hint += " More tools can be found with tool_search."
-        return self._fail(
-            call,
-            call.name,
-            t0,
-            ErrorCode.TOOL_NOT_FOUND,
-            f"There is no tool named `{call.name}`. {hint}",
-        )
+            hint += say(loc, "more_tools")
+        content = say(loc, "no_tool", name=call.name, hint=hint)
+        return self._fail(call, call.name, t0, ErrorCode.TOOL_NOT_FOUND, content)
 
     # -- small helpers -----------------------------------------------------------------------
 
