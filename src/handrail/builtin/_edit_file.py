@@ -33,6 +33,7 @@ from ..sandbox import (
     confine_write,
     decode_text,
     encode_text,
+    file_kind,
     list_dir_names,
     read_file_bytes,
     sniff_binary,
@@ -473,7 +474,7 @@ class EditFile(Tool):
         if stat.S_ISDIR(st.st_mode):
             _fail(loc, ErrorCode.NOT_A_FILE, "directory", path=resolved)
         if not stat.S_ISREG(st.st_mode):
-            kind = _kind(st.st_mode)
+            kind = file_kind(st.st_mode)
             if loc == "zh":
                 kind = _KINDS_ZH.get(kind, kind)
             _fail(loc, ErrorCode.NOT_A_FILE, "special", path=resolved, kind=kind)
@@ -541,18 +542,6 @@ def _shown(resolved: str, ctx: ToolContext) -> str:
     """The path as UIs show it: relative to the working directory when inside it."""
     rel = os.path.relpath(resolved, ctx.cwd)
     return resolved if rel == ".." or rel.startswith(".." + os.sep) else rel
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    return "not a regular file"
 
 
 def _encode(loc: str, new_text: str, fmt: TextFormat, path: str) -> bytes:

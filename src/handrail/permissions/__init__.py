@@ -14,9 +14,11 @@ from ._hooks import HookEvent as HookEvent
 from ._hooks import HookEventName as HookEventName
 from ._hooks import HookFunc as HookFunc
 from ._hooks import HookResponse as HookResponse
+from ._policy import PROTECTED_DIRS as PROTECTED_DIRS
 from ._policy import Decision as Decision
 from ._policy import Policy as Policy
 from ._policy import is_within as is_within
+from ._policy import protected_part as protected_part
 from ._policy import suggest_rules as suggest_rules
 from ._rules import Rule as Rule
 from ._rules import parse_rule as parse_rule
@@ -26,6 +28,7 @@ from ._settings import read_settings_file as read_settings_file
 from ._settings import user_settings_path as user_settings_path
 
 __all__ = [
+    "PROTECTED_DIRS",
     "Decision",
     "Hook",
     "HookEvent",
@@ -39,6 +42,7 @@ __all__ = [
     "is_within",
     "load_settings",
     "parse_rule",
+    "protected_part",
     "read_settings_file",
     "suggest_rules",
     "user_settings_path",

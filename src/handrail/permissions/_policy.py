@@ -66,6 +66,18 @@ def is_within(path: str, root: Path) -> bool:
     return len(parts) >= len(root_parts) and parts[: len(root_parts)] == root_parts
 
 
+def protected_part(path: str, root: Path) -> str | None:
+    """The protected folder (`.git`, `.handrail`) that `path` lies in below `root`, if any.
+
+    Any depth counts (nested repositories, submodules); `.handrail/plans/` is not protected
+    (plans are written in plan mode; they are not settings).
+    """
+    rel = Path(os.path.normpath(path)).parts[len(Path(os.path.normpath(root)).parts) :]
+    if rel[:2] == PLAN_DIR:
+        return None
+    return next((d for d in rel if d in PROTECTED_DIRS), None)
+
+
 def _rel_parts(path: str, roots: Sequence[Path]) -> tuple[str, ...] | None:
     for root in roots:
         if is_within(path, root):
@@ -218,17 +230,16 @@ class Policy:
         readable = (*read_roots, *write_roots)
         for q in requests:
             if isinstance(q, WritePath):
-                rel = _rel_parts(q.path, write_roots)
-                if rel is None:
+                root = next((r for r in write_roots if is_within(q.path, r)), None)
+                if root is None:
                     return Decision(
                         behavior="deny",
                         reason=f"{q.path} is outside the write roots ({_roots_text(write_roots)})",
                         source="roots",
                         code=ErrorCode.OUTSIDE_WRITE_ROOTS,
                     )
-                protected = next((d for d in rel if d in PROTECTED_DIRS), None)
-                if protected is not None and rel[:2] != PLAN_DIR:
-                    # Any .git (nested repositories, submodules) and any .handrail folder.
+                protected = protected_part(q.path, root)
+                if protected is not None:
                     return Decision(
                         behavior="deny",
                         reason=f"{q.path} is inside a {protected}/ folder, which stays read-only",

@@ -386,15 +386,6 @@ class Runtime:
             return self._fail(call, tool.name, t0, ErrorCode.INVALID_ARGS, text)
         return Prepared(call=call, tool=tool, args=args, t0=t0)
 
-    async def execute(
-        self, call: ToolCall, session: Session, updates: list[StateUpdate]
-    ) -> ToolResult:
-        """The whole pipeline for one call; state updates are appended to `updates`."""
-        prepared = self.prepare(call, session)
-        if isinstance(prepared, ToolResult):
-            return prepared
-        return await self.proceed(prepared, session, updates)
-
     def proceed(
         self,
         p: Prepared,

@@ -19,6 +19,7 @@ from ._diff import unified_diff as unified_diff
 from ._files import FileData as FileData
 from ._files import atomic_write as atomic_write
 from ._files import ensure_parent as ensure_parent
+from ._files import file_kind as file_kind
 from ._files import list_dir_names as list_dir_names
 from ._files import read_file_bytes as read_file_bytes
 from ._files import stat_file as stat_file
@@ -60,6 +61,7 @@ __all__ = [
     "diff_stat",
     "encode_text",
     "ensure_parent",
+    "file_kind",
     "find_ripgrep",
     "inside",
     "kill_tree",

@@ -6,40 +6,21 @@ check again here, on the path they are about to open, so that what runs is what 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from .._context import ToolContext
 from .._contract import ErrorCode
 from ..errors import ToolFailure
+from ..permissions import PROTECTED_DIRS, is_within, protected_part
 from ._paths import resolve_path
 
 __all__ = ["PROTECTED_DIRS", "confine_read", "confine_write", "inside", "protected_part"]
 
-PROTECTED_DIRS = (".git", ".handrail")
-"""Folders that stay read-only inside write roots (repository internals, handrail settings)."""
-_PLAN_DIR = (".handrail", "plans")
-
 
 def inside(path: str, roots: Sequence[Path]) -> Path | None:
     """The root containing `path` (by components, never by string prefix), or None."""
-    parts = Path(os.path.normpath(path)).parts
-    for root in roots:
-        rparts = Path(os.path.normpath(root)).parts
-        if parts[: len(rparts)] == rparts:
-            return root
-    return None
-
-
-def protected_part(path: str, root: Path) -> str | None:
-    """The protected folder (`.git`, `.handrail`) `path` lies in below `root`, if any."""
-    rel = Path(os.path.normpath(path)).parts[len(Path(os.path.normpath(root)).parts) :]
-    if rel[:2] == _PLAN_DIR:
-        return None  # plans are written in plan mode; they are not settings
-    return next((d for d in rel[:-1] if d in PROTECTED_DIRS), None) or (
-        rel[-1] if rel and rel[-1] in PROTECTED_DIRS else None
-    )
+    return next((root for root in roots if is_within(path, root)), None)
 
 
 def _roots_text(roots: Sequence[Path]) -> str:

@@ -28,6 +28,7 @@ __all__ = [
     "FileData",
     "atomic_write",
     "ensure_parent",
+    "file_kind",
     "list_dir_names",
     "read_file_bytes",
     "stat_file",
@@ -58,7 +59,8 @@ def _opened_path(fd: int) -> str | None:
         return None
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, for messages: `a directory`, `a FIFO (named pipe)`..."""
     if stat.S_ISDIR(mode):
         return "a directory"
     if stat.S_ISFIFO(mode):
@@ -92,7 +94,7 @@ def read_file_bytes(path: str, ctx: ToolContext, *, max_bytes: int) -> FileData:
     if st is None:
         raise ToolFailure(f"{resolved} does not exist.", code=ErrorCode.FILE_NOT_FOUND)
     if not stat.S_ISREG(st.st_mode):
-        raise ToolFailure(f"{resolved} is {_kind(st.st_mode)}.", code=ErrorCode.NOT_A_FILE)
+        raise ToolFailure(f"{resolved} is {file_kind(st.st_mode)}.", code=ErrorCode.NOT_A_FILE)
     try:
         fd = os.open(resolved, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK)
     except OSError as exc:
@@ -107,7 +109,7 @@ def read_file_bytes(path: str, ctx: ToolContext, *, max_bytes: int) -> FileData:
     try:
         fst = os.fstat(fd)
         if not stat.S_ISREG(fst.st_mode):
-            raise ToolFailure(f"{resolved} is {_kind(fst.st_mode)}.", code=ErrorCode.NOT_A_FILE)
+            raise ToolFailure(f"{resolved} is {file_kind(fst.st_mode)}.", code=ErrorCode.NOT_A_FILE)
         opened = _opened_path(fd)
         roots = (*ctx.read_roots, *ctx.write_roots)
         if opened is not None and inside(opened, roots) is None:
@@ -237,7 +239,9 @@ def atomic_write(path: str, data: bytes, ctx: ToolContext, *, mode: int | None =
             code = (
                 ErrorCode.OUTSIDE_WRITE_ROOTS if stat.S_ISLNK(st.st_mode) else ErrorCode.NOT_A_FILE
             )
-            raise ToolFailure(f"{resolved} is {_kind(st.st_mode)}; it was not replaced.", code=code)
+            raise ToolFailure(
+                f"{resolved} is {file_kind(st.st_mode)}; it was not replaced.", code=code
+            )
         if mode is None:
             if st is not None:
                 mode = stat.S_IMODE(st.st_mode)
