@@ -194,12 +194,10 @@ async def test_async_timeout_stops_the_tool() -> None:
         finished.append(True)
         return "late"
 
-    t0 = time.monotonic()
     r = await rt_with(hang).call("hang")
     assert r.error is ErrorCode.TIMEOUT
     assert "0.2 seconds" in r.content
-    assert time.monotonic() - t0 < 10
-    assert finished == []
+    assert finished == []  # stopped: had it run on, this would hold True after 30 s
 
 
 async def test_timeout_counts_even_if_the_tool_swallows_cancellation() -> None:

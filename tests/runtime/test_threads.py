@@ -22,7 +22,7 @@ async def test_results_and_exceptions_come_back() -> None:
         await pool.submit(boom)
 
 
-async def test_saturated_pool_keeps_its_parallelism_afterwards() -> None:
+async def test_pool_never_exceeds_its_thread_cap_and_stays_parallel() -> None:
     pool = WorkerPool(max_workers=3)
     running = 0
     peak = 0

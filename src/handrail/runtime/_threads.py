@@ -40,8 +40,6 @@ class WorkerPool:
         self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._idle = 0
-        self._backlog = 0
-        """Items queued while every worker was busy and no new one could start."""
         self._threads = 0
         self._max = max_workers
 
@@ -55,8 +53,7 @@ class WorkerPool:
                 self._idle -= 1  # reserve an idle worker for this item
                 return fut
             if self._threads >= self._max:
-                self._backlog += 1  # all busy: the next worker to finish takes it
-                return fut
+                return fut  # all busy: the next worker to finish takes it
             self._threads += 1
         threading.Thread(target=self._work, name="handrail-tool", daemon=True).start()
         return fut
@@ -73,10 +70,7 @@ class WorkerPool:
                 _call_soon(loop, _set_result, fut, value)
             del fut, loop, ctx, fn, args
             with self._lock:
-                if self._backlog:
-                    self._backlog -= 1  # go straight on to a waiting item
-                else:
-                    self._idle += 1
+                self._idle += 1
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, cb: Callable[..., Any], *args: Any) -> None:
