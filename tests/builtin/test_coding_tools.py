@@ -147,3 +147,16 @@ async def test_no_tool_reaches_outside_the_root(tmp_path: Path) -> None:
         )
         assert "top secret" not in r.content
     assert (tmp_path / "secret.txt").read_text() == "top secret\n"
+
+
+async def test_an_overlong_path_is_a_clear_error_for_every_file_tool(tmp_path: Path) -> None:
+    rt = rt_for(tmp_path, mode="bypass")
+    long = "x" * 5000
+    for name, args in [
+        ("read_file", {"file_path": long}),
+        ("write_file", {"file_path": long, "content": "y"}),
+        ("edit_file", {"file_path": long, "old_string": "a", "new_string": "b"}),
+    ]:
+        r = await rt.call(name, args)
+        assert r.error is ErrorCode.INVALID_ARGS, (name, r.error, r.content[:200])
+        assert "shorter path" in r.content

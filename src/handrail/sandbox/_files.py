@@ -75,13 +75,18 @@ def file_kind(mode: int) -> str:
 
 
 def stat_file(path: str) -> os.stat_result | None:
-    """lstat, or None when nothing is there."""
+    """lstat, or None when nothing is there; any other OS refusal is a `ToolFailure`."""
     try:
         return os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
-    except NotADirectoryError:
-        return None
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise ToolFailure(
+                "The path is longer than the file system allows; use a shorter path.",
+                code=ErrorCode.INVALID_ARGS,
+            ) from exc
+        raise ToolFailure(f"cannot access {path}: {exc.strerror}.") from exc
 
 
 def read_file_bytes(path: str, ctx: ToolContext, *, max_bytes: int) -> FileData:
