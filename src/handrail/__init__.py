@@ -25,6 +25,7 @@ from ._contract import PermissionRequest as PermissionRequest
 from ._contract import ProgressEvent as ProgressEvent
 from ._contract import ReadPath as ReadPath
 from ._contract import RunCommand as RunCommand
+from ._contract import SwitchMode as SwitchMode
 from ._contract import ToolCall as ToolCall
 from ._contract import ToolKind as ToolKind
 from ._contract import ToolResult as ToolResult
@@ -75,6 +76,7 @@ __all__ = [
     "Settings",
     "StateUpdate",
     "StreamingExecutor",
+    "SwitchMode",
     "Tool",
     "ToolCall",
     "ToolContext",

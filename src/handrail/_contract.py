@@ -23,6 +23,7 @@ __all__ = [
     "ProgressEvent",
     "ReadPath",
     "RunCommand",
+    "SwitchMode",
     "ToolCall",
     "ToolKind",
     "ToolResult",
@@ -187,6 +188,20 @@ class FetchUrl(PermissionRequest):
     """The call fetches this URL."""
 
     url: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SwitchMode(PermissionRequest):
+    """The call switches the session's permission mode (e.g. leaving plan mode).
+
+    The policy never lets a mode's default allow this: it asks unless a deny rule refuses it
+    or an allow rule (`exit_plan_mode`, or `exit_plan_mode(<mode>)`) covers it.
+    """
+
+    mode: str
+    """The permission mode the session will be in afterwards (a `PermissionMode` value)."""
+    plan: str = ""
+    """The plan to approve, when the switch ends plan mode; hosts show it to the user."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,10 +15,11 @@ from handrail import (
     PermissionRequest,
     ReadPath,
     RunCommand,
+    SwitchMode,
     ToolKind,
     WritePath,
 )
-from handrail.permissions import Decision, Policy, is_within, parse_rule
+from handrail.permissions import Decision, Policy, is_within, parse_rule, suggest_rules
 
 M = PermissionMode
 
@@ -509,3 +510,79 @@ def test_hook_ask_is_allowed_in_bypass_mode_but_asks_otherwise(ws: Path) -> None
     req = [WritePath(path=str(ws / "a.txt"))]
     assert decide(Policy(), ws, req, mode=M.BYPASS, hook="ask").behavior == "allow"
     assert decide(Policy(), ws, req, mode=M.ACCEPT_EDITS, hook="ask").behavior == "ask"
+
+
+# -- mode switches (exit_plan_mode) ----------------------------------------------------------
+
+
+def switch(
+    policy: Policy,
+    ws: Path,
+    to: str = "default",
+    *,
+    mode: PermissionMode = M.PLAN,
+    read_only: bool = True,
+    extra: Sequence[PermissionRequest] = (),
+    **options: Any,
+) -> Decision:
+    return decide(
+        policy,
+        ws,
+        [SwitchMode(mode=to, plan="1. do it"), *extra],
+        names=("exit_plan_mode",),
+        kind=ToolKind.OTHER,
+        read_only=read_only,
+        mode=mode,
+        **options,
+    )
+
+
+def test_a_mode_switch_asks_even_from_a_read_only_tool(ws: Path) -> None:
+    d = switch(Policy(), ws)
+    assert (d.behavior, d.source) == ("ask", "mode")
+    assert d.reason == "switching to default mode needs the user's approval"
+    assert switch(Policy(), ws, mode=M.DEFAULT).behavior == "ask"
+    assert switch(Policy(), ws, mode=M.ACCEPT_EDITS).behavior == "ask"
+
+
+def test_a_mode_switch_is_not_refused_by_plan_mode(ws: Path) -> None:
+    # Leaving plan mode is what plan mode exists for: even a tool not marked read-only asks.
+    assert switch(Policy(), ws, read_only=False).behavior == "ask"
+
+
+def test_plan_mode_still_refuses_a_switch_bundled_with_a_change(ws: Path) -> None:
+    d = switch(Policy(), ws, read_only=False, extra=[WritePath(path=str(ws / "a.py"))])
+    assert (d.behavior, d.source) == ("deny", "mode")
+
+
+def test_deny_rules_refuse_a_mode_switch_by_target_mode(ws: Path) -> None:
+    policy = Policy(deny=["exit_plan_mode(bypass)"])
+    d = switch(policy, ws, "bypass")
+    assert (d.behavior, d.rule) == ("deny", "exit_plan_mode(bypass)")
+    assert switch(policy, ws, "default").behavior == "ask"
+    assert switch(Policy(deny=["exit_plan_mode"]), ws).behavior == "deny"
+
+
+def test_only_an_explicit_allow_rule_skips_the_question(ws: Path) -> None:
+    d = switch(Policy(allow=["exit_plan_mode"]), ws)
+    assert (d.behavior, d.rule) == ("allow", "exit_plan_mode")
+    assert switch(Policy(allow=["exit_plan_mode(default)"]), ws).behavior == "allow"
+    assert switch(Policy(allow=["exit_plan_mode(default)"]), ws, "bypass").behavior == "ask"
+    d = switch(Policy(), ws, session_allow=[parse_rule("exit_plan_mode(default)")])
+    assert d.behavior == "allow"
+    assert switch(Policy(allow=["read_file"]), ws).behavior == "ask"
+
+
+def test_ask_rules_and_dont_ask_apply_to_mode_switches(ws: Path) -> None:
+    d = switch(Policy(ask=["exit_plan_mode(default)"]), ws, mode=M.DEFAULT)
+    assert (d.behavior, d.source) == ("ask", "rule")
+    d = switch(Policy(), ws, mode=M.DONT_ASK)
+    assert (d.behavior, d.source) == ("deny", "mode")
+
+
+def test_suggested_rules_for_a_mode_switch_name_the_target_mode(ws: Path) -> None:
+    reqs = [SwitchMode(mode="accept_edits", plan="p")]
+    assert suggest_rules("exit_plan_mode", reqs, [ws]) == (
+        "exit_plan_mode(accept_edits)",
+        "exit_plan_mode",
+    )

@@ -20,10 +20,27 @@ from .. import Tool
 from ._edit_file import EditFile as EditFile
 from ._grep_search import GrepSearch as GrepSearch
 from ._list_files import ListFiles as ListFiles
+from ._plan_mode import EnterPlanMode as EnterPlanMode
+from ._plan_mode import ExitPlanMode as ExitPlanMode
 from ._read_file import ReadFile as ReadFile
+from ._skill import Skill as Skill
+from ._skill import SkillInfo as SkillInfo
+from ._todo import TodoWrite as TodoWrite
 from ._write_file import WriteFile as WriteFile
 
-__all__ = ["EditFile", "GrepSearch", "ListFiles", "ReadFile", "WriteFile", "coding_tools"]
+__all__ = [
+    "EditFile",
+    "EnterPlanMode",
+    "ExitPlanMode",
+    "GrepSearch",
+    "ListFiles",
+    "ReadFile",
+    "Skill",
+    "SkillInfo",
+    "TodoWrite",
+    "WriteFile",
+    "coding_tools",
+]
 
 
 def coding_tools() -> list[Tool]:

@@ -5,13 +5,17 @@ Order of evaluation, first decisive step wins:
 2. sandbox limits: reads outside the read roots, writes outside the write roots or into
    protected folders (`.git`, `.handrail`) are refused;
 3. plan mode: anything not read-only is refused (except writing a plan under
-   `.handrail/plans/`);
+   `.handrail/plans/`, and a mode switch, which is how plan mode ends and always asks);
 4. a pre-tool hook's decision (it can never allow past steps 1-3);
 5. ask rules (bypass mode allows, dont_ask mode denies);
 6. bypass mode allows;
 7. allow rules, from settings and from "allow always" answers: every request must be covered;
-8. the mode's default: read-only calls are allowed; accept_edits also allows file edits inside
+8. a mode switch (`SwitchMode`, e.g. exit_plan_mode) asks: no mode's default may approve it,
+   even for a read-only tool (dont_ask: denied);
+9. the mode's default: read-only calls are allowed; accept_edits also allows file edits inside
    the write roots; everything else asks (dont_ask: denied).
+
+A rule's specifier matches a mode switch by the target mode's name: `exit_plan_mode(default)`.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from .._contract import (
     PermissionRequest,
     ReadPath,
     RunCommand,
+    SwitchMode,
     ToolKind,
     WritePath,
 )
@@ -138,9 +143,7 @@ class Policy:
         deny, ask, allow = self.rules_for(names)
         roots = (*write_roots, *read_roots)
         for rule in deny:
-            if rule.specifier is None or any(
-                rule_matches_request(rule, q, roots) for q in requests
-            ):
+            if rule.specifier is None or any(_matches(rule, q, roots) for q in requests):
                 return Decision(
                     behavior="deny",
                     reason=f"the rule `{rule.text}` denies this call",
@@ -150,7 +153,7 @@ class Policy:
         limit = self._check_roots(requests, read_roots, write_roots)
         if limit is not None:
             return limit
-        if mode is PermissionMode.PLAN and not read_only:
+        if mode is PermissionMode.PLAN and not read_only and not _only_switches(requests):
             writes = [q for q in requests if isinstance(q, WritePath)]
             if (
                 writes
@@ -179,9 +182,7 @@ class Policy:
                 return ALLOW
             return self._ask(mode, hook_reason or "a hook asks for approval", None, "hook")
         for rule in ask:
-            if rule.specifier is None or any(
-                rule_matches_request(rule, q, roots) for q in requests
-            ):
+            if rule.specifier is None or any(_matches(rule, q, roots) for q in requests):
                 if mode is PermissionMode.BYPASS:
                     return ALLOW
                 return self._ask(
@@ -194,6 +195,11 @@ class Policy:
         if covered is not None:
             return Decision(
                 behavior="allow", reason=f"allowed by `{covered}`", rule=covered, source="rule"
+            )
+        switch = next((q for q in requests if isinstance(q, SwitchMode)), None)
+        if switch is not None:
+            return self._ask(
+                mode, f"switching to {switch.mode} mode needs the user's approval", None, "mode"
             )
         if read_only:
             return ALLOW
@@ -261,6 +267,17 @@ def _is_plan_file(q: WritePath, write_roots: Sequence[Path]) -> bool:
     return rel is not None and len(rel) > 2 and rel[:2] == PLAN_DIR
 
 
+def _matches(rule: Rule, q: PermissionRequest, roots: Sequence[Path]) -> bool:
+    """`rule_matches_request`, plus mode switches: the specifier names the target mode."""
+    if isinstance(q, SwitchMode):
+        return rule.specifier is None or rule.specifier == q.mode
+    return rule_matches_request(rule, q, roots)
+
+
+def _only_switches(requests: Sequence[PermissionRequest]) -> bool:
+    return bool(requests) and all(isinstance(q, SwitchMode) for q in requests)
+
+
 def _covered(
     rules: Sequence[Rule], requests: Sequence[PermissionRequest], roots: Sequence[Path]
 ) -> str | None:
@@ -285,7 +302,7 @@ def _covered(
         else:
             units = (q,)
         for unit in units:
-            hit = next((r for r in rules if rule_matches_request(r, unit, roots)), None)
+            hit = next((r for r in rules if _matches(r, unit, roots)), None)
             if hit is None:
                 return None
             first = first or hit.text
@@ -310,6 +327,8 @@ def suggest_rules(
             host = urlsplit(q.url).hostname
             if host:
                 out.append(f"{tool}(domain:{host})")
+        elif isinstance(q, SwitchMode):
+            out.append(f"{tool}({q.mode})")
     out.append(tool)
     seen: list[str] = []
     for r in out:
