@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 import tempfile
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,15 @@ class Session:
     """Free-form state for tools (a todo list, background jobs), keyed by the tool's name."""
     results_dir: Path | None = None
     """Where oversized results are saved; a temporary directory is created on first use."""
+    notices: list[str] = field(default_factory=list[str])
+    """Messages for the model that arrived between calls (a background job ended), oldest first.
+
+    A host adds them to the conversation before the next model turn (`take_notices`)."""
+    on_notice: Callable[[str], None] | None = None
+    """Called with each notice as it arrives (e.g. to wake an idle agent loop)."""
+    _closers: list[Callable[[], Awaitable[None]]] = field(
+        default_factory=list[Callable[[], Awaitable[None]]], repr=False
+    )
 
     def results_path(self) -> Path:
         """The directory for full copies of truncated results, created on first use."""
@@ -77,6 +87,30 @@ class Session:
             self.results_dir = Path(tempfile.mkdtemp(prefix=f"handrail-{self.id[:8]}-"))
         self.results_dir.mkdir(parents=True, exist_ok=True)
         return self.results_dir
+
+    def notify(self, text: str) -> None:
+        """Queue a notice for the model (and tell `on_notice`)."""
+        self.notices.append(text)
+        if self.on_notice is not None:
+            self.on_notice(text)
+
+    def take_notices(self) -> list[str]:
+        """The queued notices, oldest first; the queue is emptied."""
+        out, self.notices = self.notices, []
+        return out
+
+    def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
+        """Run `closer` when the session ends (background jobs are stopped this way)."""
+        self._closers.append(closer)
+
+    async def aclose(self) -> None:
+        """End the session: run the closers, newest first. Safe to call twice."""
+        closers, self._closers = self._closers, []
+        for closer in reversed(closers):
+            try:
+                await closer()
+            except Exception:  # one failing closer must not keep the others from running
+                logging.getLogger("handrail").exception("a session closer failed")
 
 
 ProgressFunc = Callable[[ProgressEvent], None]

@@ -243,6 +243,16 @@ class Runtime:
 
     # -- public API --------------------------------------------------------------------------
 
+    async def aclose(self) -> None:
+        """End the default session: stop its background jobs and run its other closers."""
+        await self.session.aclose()
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
     def tools(self, *, provider: str | None = None, session: Session | None = None) -> list[Tool]:
         """The tools to show the model now (see `Registry.list`)."""
         return self.registry.list(provider=provider, session=session or self.session)
