@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 import handrail
-from handrail.permissions import parse_rule
+from handrail.permissions import is_read_only_command, parse_command, parse_rule
 
 # -- parsing -------------------------------------------------------------------------------
 
@@ -193,3 +196,261 @@ def test_wildcard_domain_rule_matches_subdomains(url: str, expected: bool) -> No
 
 def test_a_path_rule_never_matches_a_url() -> None:
     assert not parse_rule("web_fetch(src/**)").matches_url("https://example.com/src/a")
+
+
+# -- shell command lines: rules per simple command -----------------------------------------
+# The request carries only the raw line (as `run_shell` sends it); the policy parses it.
+
+
+def shell(
+    policy: handrail.permissions.Policy,
+    ws: Path,
+    command: str,
+    mode: handrail.PermissionMode = handrail.PermissionMode.DEFAULT,
+) -> handrail.permissions.Decision:
+    return policy.decide(
+        names=("run_shell",),
+        kind=handrail.ToolKind.EXECUTE,
+        read_only=is_read_only_command(command),
+        requests=(handrail.RunCommand(command=command),),
+        mode=mode,
+        read_roots=(ws,),
+        write_roots=(ws,),
+    )
+
+
+NPM_TEST = handrail.permissions.Policy(allow=["run_shell(npm test:*)"])
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "npm test",
+        "npm test -- -x",
+        "npm test --watch",
+        "npm test && npm test",
+        "npm test; npm test",
+        "npm test\nnpm test",
+        "npm   test",
+        'npm "test"',
+        "npm test 2>&1",
+        "npm test > /dev/null 2>&1",
+        "npm test # runs the suite",
+    ],
+)
+def test_prefix_rule_allows_commands_made_only_of_matching_parts(
+    tmp_path: Path, command: str
+) -> None:
+    d = shell(NPM_TEST, tmp_path, command)
+    assert (d.behavior, d.rule) == ("allow", "run_shell(npm test:*)")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "npm test && rm -rf x",
+        "npm test; rm x",
+        "npm test || rm x",
+        "npm test & rm x",
+        "npm test\nrm x",
+        "npm test | sh",
+        "$(npm test)",
+        "npm test $(rm x)",
+        'npm test "$(rm x)"',
+        "npm test `rm x`",
+        "npm testx",
+        "npm",
+        'bash -c "npm test"',
+        "sh -c 'npm test'",
+        "eval npm test",
+        "npm test > out",
+        "npm test >> log.txt",
+        "npm test <<< x",
+        "(npm test)",
+        "{ npm test; rm x; }",
+        "if npm test; then rm x; fi",
+        "f() { rm x; }; npm test",
+        "PATH=/tmp/evil npm test",
+        "timeout 5 npm test",
+        'npm test "unterminated',
+        "npm test ${x@P}",
+    ],
+)
+def test_prefix_rule_does_not_cover_other_commands_or_hidden_effects(
+    tmp_path: Path, command: str
+) -> None:
+    assert shell(NPM_TEST, tmp_path, command).behavior == "ask"
+    dont_ask = shell(NPM_TEST, tmp_path, command, handrail.PermissionMode.DONT_ASK)
+    assert dont_ask.behavior == "deny"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf /",
+        "echo ok && rm -rf /",
+        "ls; rm x",
+        "ls | xargs rm",
+        "ls | xargs -0 -n 1 rm -f",
+        "timeout 5 rm x",
+        "nice -n 5 rm x",
+        "env A=1 rm x",
+        "sudo rm x",
+        "command rm x",
+        "FOO=1 rm x",
+        "/bin/rm x",
+        "\\rm x",
+        "r''m x",
+        "$'\\x72m' x",
+        "bash -c 'cd /tmp && rm x'",
+        'sh -c "sh -c \\"rm x\\""',
+        "eval 'rm x'",
+        "echo $(rm x)",
+        "find . -name '*.tmp' -exec rm {} \\;",
+        "if true; then rm x; fi",
+        "f() { rm x; }",
+        "(rm x)",
+        "trap 'rm x' EXIT",
+        'rm "unterminated',
+    ],
+)
+def test_deny_rule_sees_every_command_including_wrapped_ones(tmp_path: Path, command: str) -> None:
+    policy = handrail.permissions.Policy(allow=["run_shell"], deny=["run_shell(rm:*)"])
+    for mode in (handrail.PermissionMode.DEFAULT, handrail.PermissionMode.BYPASS):
+        d = shell(policy, tmp_path, command, mode)
+        assert (d.behavior, d.rule) == ("deny", "run_shell(rm:*)"), (command, mode)
+
+
+@pytest.mark.parametrize(
+    "command", ["echo rm", "echo 'rm x'", "grep -rn rm src", "rmdir build", "git commit -m 'rm x'"]
+)
+def test_deny_rule_does_not_fire_on_mere_mentions(tmp_path: Path, command: str) -> None:
+    policy = handrail.permissions.Policy(allow=["run_shell"], deny=["run_shell(rm:*)"])
+    assert shell(policy, tmp_path, command).behavior == "allow"
+
+
+def test_ask_rule_sees_a_wrapped_command(tmp_path: Path) -> None:
+    policy = handrail.permissions.Policy(allow=["run_shell"], ask=["run_shell(git push:*)"])
+    assert shell(policy, tmp_path, "timeout 60 git push origin").behavior == "ask"
+    assert shell(policy, tmp_path, "git status && git push").behavior == "ask"
+    assert shell(policy, tmp_path, "git status").behavior == "allow"
+
+
+def test_an_allow_rule_never_matches_a_wrapped_command(tmp_path: Path) -> None:
+    # Wrapped commands widen what deny and ask rules see; they never widen an allow rule.
+    policy = handrail.permissions.Policy(allow=["run_shell(rm:*)"])
+    assert shell(policy, tmp_path, "ls | xargs rm").behavior == "ask"
+    assert shell(policy, tmp_path, "sudo rm x").behavior == "ask"
+
+
+COMPOUNDS = [
+    ("npm test && npm run lint", ["run_shell(npm test:*)", "run_shell(npm run lint:*)"]),
+    ("git status; git diff", ["run_shell(git status)", "run_shell(git diff:*)"]),
+    ("make build | tee log", ["run_shell(make:*)", "run_shell(tee:*)"]),
+    ("npm test", ["run_shell(npm test:*)"]),
+    ("pytest -q || true", ["run_shell(pytest:*)", "run_shell(true)"]),
+    ("cargo build\ncargo test", ["run_shell(cargo:*)"]),
+]
+WRAPS = [
+    "bash -c {}",
+    "sh -c {}",
+    "bash -lc {}",
+    "zsh -c {}",
+    "eval {}",
+    "timeout 5 bash -c {}",
+    "env bash -c {}",
+    "sudo sh -c {}",
+    "xargs sh -c {}",
+]
+
+
+@pytest.mark.parametrize(("compound", "rules"), COMPOUNDS)
+def test_quoting_a_whole_compound_into_a_nested_shell_never_matches_an_allow_rule(
+    tmp_path: Path, compound: str, rules: list[str]
+) -> None:
+    policy = handrail.permissions.Policy(allow=rules)
+    assert shell(policy, tmp_path, compound).behavior == "allow"  # the rules do cover it
+    for wrap in WRAPS:
+        for quoted in (shlex.quote(compound), '"' + compound.replace('"', '\\"') + '"'):
+            command = wrap.format(quoted)
+            d = shell(policy, tmp_path, command)
+            assert d.behavior == "ask", command
+            assert parse_command(command).opaque, command
+
+
+def test_a_tool_that_splits_its_own_line_keeps_its_split(tmp_path: Path) -> None:
+    # Third-party tools that pass `commands` are taken at their word (and never opaque).
+    policy = handrail.permissions.Policy(allow=["run_shell(npm test:*)"])
+    req = handrail.RunCommand(command="npm test $(whoami)", commands=("npm test",))
+    d = policy.decide(
+        names=("run_shell",),
+        kind=handrail.ToolKind.EXECUTE,
+        read_only=False,
+        requests=(req,),
+        mode=handrail.PermissionMode.DEFAULT,
+        read_roots=(tmp_path,),
+        write_roots=(tmp_path,),
+    )
+    assert d.behavior == "allow"
+
+
+# -- through the runtime: a shell-like tool that declares only its command line -------------
+
+
+class PretendShellArgs(BaseModel):
+    command: str
+
+
+class PretendShell(handrail.Tool):
+    name = "pretend_shell"
+    description = "Pretend to run a shell command."
+    kind = handrail.ToolKind.EXECUTE
+    args_model = PretendShellArgs
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+        super().__init__()
+
+    @staticmethod
+    def read_only(args: PretendShellArgs) -> bool:
+        return is_read_only_command(args.command)
+
+    def permission_requests(
+        self, args: PretendShellArgs, ctx: handrail.ToolContext
+    ) -> Sequence[handrail.PermissionRequest]:
+        return [handrail.RunCommand(command=args.command)]
+
+    async def run(self, args: PretendShellArgs, ctx: handrail.ToolContext) -> str:
+        self.log.append(args.command)
+        return f"ran {args.command}"
+
+
+async def test_runtime_allows_a_compound_only_when_every_part_is_allowed(tmp_path: Path) -> None:
+    log: list[str] = []
+    rt = handrail.Runtime([PretendShell(log)], root=tmp_path, allow=["pretend_shell(npm test:*)"])
+    assert (await rt.call("pretend_shell", {"command": "npm test && npm test"})).ok
+    r = await rt.call("pretend_shell", {"command": "npm test && rm -rf x"})
+    assert isinstance(r, handrail.Interrupted)
+    assert log == ["npm test && npm test"]
+
+
+async def test_runtime_deny_rule_catches_a_command_behind_xargs(tmp_path: Path) -> None:
+    log: list[str] = []
+    rt = handrail.Runtime(
+        [PretendShell(log)], root=tmp_path, deny=["pretend_shell(rm:*)"], mode="bypass"
+    )
+    r = await rt.call("pretend_shell", {"command": "ls | xargs rm"})
+    assert r.error is handrail.ErrorCode.PERMISSION_DENIED
+    assert r.denial is not None
+    assert r.denial.rule == "pretend_shell(rm:*)"
+    assert log == []
+
+
+async def test_runtime_plan_mode_runs_read_only_lines_only(tmp_path: Path) -> None:
+    log: list[str] = []
+    rt = handrail.Runtime([PretendShell(log)], root=tmp_path, mode="plan")
+    assert (await rt.call("pretend_shell", {"command": "git status && ls -la | grep x"})).ok
+    for command in ("npm test", "ls > listing.txt", "cat $(echo a)", "sed -i s/a/b/ f"):
+        r = await rt.call("pretend_shell", {"command": command})
+        assert r.error is handrail.ErrorCode.PERMISSION_DENIED, command
+    assert log == ["git status && ls -la | grep x"]

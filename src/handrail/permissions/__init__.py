@@ -26,6 +26,9 @@ from ._settings import Settings as Settings
 from ._settings import load_settings as load_settings
 from ._settings import read_settings_file as read_settings_file
 from ._settings import user_settings_path as user_settings_path
+from ._shell import ShellCommand as ShellCommand
+from ._shell import is_read_only_command as is_read_only_command
+from ._shell import parse_command as parse_command
 
 __all__ = [
     "PROTECTED_DIRS",
@@ -39,8 +42,11 @@ __all__ = [
     "Policy",
     "Rule",
     "Settings",
+    "ShellCommand",
+    "is_read_only_command",
     "is_within",
     "load_settings",
+    "parse_command",
     "parse_rule",
     "protected_part",
     "read_settings_file",

@@ -22,6 +22,7 @@ import pathspec
 
 from .._contract import FetchUrl, PermissionRequest, ReadPath, RunCommand, WritePath
 from ..errors import ConfigurationError
+from ._shell import parse_command
 
 __all__ = ["Rule", "parse_rule", "rule_matches_request"]
 
@@ -118,33 +119,43 @@ def parse_rule(text: str) -> Rule:
     return Rule(text=text.strip(), tool=tool, specifier=spec, _spec=compiled)
 
 
-_OPERATORS = re.compile(r"&&|\|\||[;&|\n]")
-_OPAQUE = re.compile(r"\$\(|`|[<>()]|\$\{|\beval\b")
-
-
 def simple_commands(request: RunCommand) -> tuple[tuple[str, ...], bool]:
     """The simple commands of a request, and whether the line hides anything a rule can't see.
 
-    A tool that parsed its command line passes `commands`. Otherwise the line is split on shell
-    operators (`;`, `&&`, `||`, `|`, `&`, newlines) as a fallback, and any substitution,
-    redirection, subshell or eval makes it opaque: no allow rule then covers it.
+    A tool that parsed its command line itself passes `commands` (never opaque). Otherwise the
+    line is parsed with a real shell grammar (`parse_command`): `a && b | c` gives three
+    commands, and a substitution, subshell, `eval`, `bash -c`, output redirection or parse
+    error makes it opaque, so no allow rule covers it.
     """
     if request.commands:
         return request.commands, False
-    line = request.command
-    parts = tuple(p.strip() for p in _OPERATORS.split(line) if p.strip())
-    return parts or (line,), bool(_OPAQUE.search(line))
+    parsed = parse_command(request.command)
+    return parsed.commands or (request.command,), parsed.opaque
+
+
+def _commands_seen_by_any_match(request: RunCommand) -> tuple[str, ...]:
+    # Deny and ask rules fire when any command matches, so they also see what the line runs
+    # indirectly: `ls | xargs rm`, `timeout 5 rm x`, `FOO=1 /bin/rm x`, `bash -c 'rm x'`.
+    if request.commands:
+        return request.commands
+    parsed = parse_command(request.command)
+    return (*parsed.commands, *parsed.hidden) or (request.command,)
 
 
 def rule_matches_request(rule: Rule, request: PermissionRequest, roots: Sequence[Path]) -> bool:
-    """Does the rule match this request (for a compound command: any simple command)?"""
+    """Does the rule match this request?
+
+    For a shell command: does it match any simple command, or any command the line runs
+    indirectly (behind `xargs`, `timeout`, `env`, `sudo`, `find -exec`, in `bash -c`)? That
+    is the test for deny and ask rules; an allow rule must cover every simple command (see
+    `simple_commands`), and the policy checks that one command at a time.
+    """
     if rule.specifier is None:
         return True
     if isinstance(request, RunCommand):
         if rule.specifier.startswith("domain:"):
             return False
-        commands, _ = simple_commands(request)
-        return any(rule.matches_command(c) for c in commands)
+        return any(rule.matches_command(c) for c in _commands_seen_by_any_match(request))
     if isinstance(request, ReadPath | WritePath):
         return rule.matches_path(request.path, roots)
     if isinstance(request, FetchUrl):

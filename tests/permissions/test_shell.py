@@ -1,0 +1,398 @@
+"""Shell command lines: simple commands, opacity and read-only-ness, via `parse_command`."""
+
+from __future__ import annotations
+
+import shlex
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from handrail.permissions import ShellCommand, is_read_only_command, parse_command
+
+# (line, simple commands, opaque, read-only)
+TABLE: list[tuple[str, tuple[str, ...], bool, bool]] = [
+    # -- plain commands, quoting, normalisation
+    ("ls -la", ("ls -la",), False, True),
+    ("  ls    -la  ", ("ls -la",), False, True),
+    ("ls 'src'", ("ls src",), False, True),
+    ('ls "src" a\\ b', ("ls src 'a b'",), False, True),
+    ("cat \"a\"b'c'd", ("cat abcd",), False, True),
+    ('echo "it\'s"', ("echo 'it'\"'\"'s'",), False, True),
+    ('echo ""', ("echo ''",), False, True),
+    ("echo $'\\x41\\tb'", ("echo 'A\tb'",), False, True),
+    ("echo café 日本", ("echo café 日本",), False, True),
+    ("echo a\\\nb", ("echo ab",), False, True),
+    ("cat ~/notes.txt", ("cat ~/notes.txt",), False, True),
+    ("cat *.py", ("cat *.py",), False, True),
+    ('echo "$HOME"', ('echo "$HOME"',), False, True),
+    ("", (), False, True),
+    ("# only a comment", (), False, True),
+    ("ls # a comment && rm -rf x", ("ls",), False, True),
+    # -- operators inside quotes are text, not operators
+    ('echo "a && b"', ("echo 'a && b'",), False, True),
+    ("echo 'x; rm -rf /'", ("echo 'x; rm -rf /'",), False, True),
+    ("echo a\\;b \\&\\& c\\|d", ("echo 'a;b' '&&' 'c|d'",), False, True),
+    ('grep -n "a|b" f', ("grep -n 'a|b' f",), False, True),
+    # -- lists, pipelines, background, newlines
+    ("git status && git diff", ("git status", "git diff"), False, True),
+    ("ls || pwd", ("ls", "pwd"), False, True),
+    ("ls; pwd;", ("ls", "pwd"), False, True),
+    ("ls\npwd\n", ("ls", "pwd"), False, True),
+    ("ls -la | grep foo | wc -l", ("ls -la", "grep foo", "wc -l"), False, True),
+    ("ls |& cat", ("ls", "cat"), False, True),
+    ("ls & pwd", ("ls", "pwd"), False, False),
+    ("sleep 100 &", ("sleep 100",), False, False),
+    ("npm test && rm -rf x", ("npm test", "rm -rf x"), False, False),
+    ("npm test | sh", ("npm test", "sh"), False, False),
+    ("! git diff --quiet", ("git diff --quiet",), False, True),
+    # -- compound statements and functions
+    ("if true; then ls; else pwd; fi", ("true", "ls", "pwd"), False, True),
+    ("for f in a b; do cat $f; done", ("cat $f",), False, True),
+    ("for f in a; do rm $f; done", ("rm $f",), False, False),
+    ("while true; do ls; done", ("true", "ls"), False, False),
+    ("case $x in a) ls;; *) rm y;; esac", ("ls", "rm y"), False, False),
+    ("{ ls; pwd; }", ("ls", "pwd"), False, True),
+    ("f() { rm -rf x; }; f", ("rm -rf x", "f"), False, False),
+    ("function g { ls; }", ("ls",), False, True),
+    ("[[ -f x ]] && cat x", ("[[ -f x ]]", "cat x"), False, True),
+    # -- assignments
+    ("FOO=1 ls", ("FOO=1 ls",), False, True),
+    ('FOO="a b" ls', ("FOO='a b' ls",), False, True),
+    ("PATH=/tmp/x ls", ("PATH=/tmp/x ls",), False, False),
+    ("GIT_DIR=/x git status", ("GIT_DIR=/x git status",), False, False),
+    ("x=1; echo $x", ("x=1", "echo $x"), False, True),
+    ("export A=1 && ls", ("export A=1", "ls"), False, True),
+    ("declare -i n=1", ("declare -i n=1",), False, False),
+    # -- redirections
+    ("npm test 2>&1", ("npm test",), False, False),
+    ("ls >/dev/null 2>&1", ("ls",), False, True),
+    ("ls 2>/dev/null >&2", ("ls",), False, True),
+    ("cat < in.txt", ("cat",), False, True),
+    ("npm test > out", ("npm test",), True, False),
+    ("cat a >> b", ("cat a",), True, False),
+    ("echo hi > /tmp/x", ("echo hi",), True, False),
+    ("ls &> log", ("ls",), True, False),
+    ("> empty", (), True, False),
+    ("{ ls; } > out", ("ls",), True, False),
+    ("cat < /dev/tcp/example.com/80", ("cat",), True, False),
+    # -- here-documents and here-strings
+    ("cat <<EOF\nhello $USER\nEOF", ("cat",), False, True),
+    ("cat <<'EOF'\n$(rm x) `rm y`\nEOF", ("cat",), False, True),
+    ("cat <<EOF\n$(rm x)\nEOF", ("cat",), True, False),
+    ("cat <<EOF\n`rm x`\nEOF", ("cat",), True, False),
+    ("cat <<EOF | sh\nrm -rf x\nEOF", ("cat", "sh"), False, False),
+    ("cat <<EOF > out\nx\nEOF", ("cat",), True, False),
+    ('grep foo <<< "text"', ("grep foo",), True, False),
+    # -- what a prefix rule cannot see through
+    ("echo $(date)", ("echo $(date)",), True, False),
+    ("ls `pwd`", ("ls `pwd`",), True, False),
+    ("$(npm test)", ("$(npm test)",), True, False),
+    ("diff <(ls a) <(ls b)", ("diff <(ls a) <(ls b)",), True, False),
+    ("(cd x && ls)", ("cd x", "ls"), True, False),
+    ('eval "rm x"', ("eval 'rm x'",), True, False),
+    ('bash -c "npm test"', ("bash -c 'npm test'",), True, False),
+    ("sh -lc 'ls'", ("sh -lc ls",), True, False),
+    ("$CMD -rf x", ("$CMD -rf x",), True, False),
+    ("./scr* x", ("./scr* x",), True, False),
+    ("echo ${x@P}", ("echo ${x@P}",), True, False),
+    ("echo $((x + 1))", ("echo $((x + 1))",), True, False),
+    ("echo $((1 + 2))", ("echo $((1 + 2))",), False, True),
+    ("[[ $n -gt 1 ]]", ("[[ $n -gt 1 ]]",), True, False),
+    ("printf -v 'a[$(rm y)]' x", ("printf -v 'a[$(rm y)]' x",), True, False),
+    ('trap "rm x" EXIT', ("trap 'rm x' EXIT",), True, False),
+    # -- parse errors
+    ('echo "unterminated', ("echo",), True, False),
+    ("ls &&", ("ls",), True, False),
+    ("ls )", ("ls",), True, False),
+    ("if true; then ls", ("true",), True, False),
+    # -- the read-only list and its flag checks
+    ("head -n 5 a.txt", ("head -n 5 a.txt",), False, True),
+    ("tail -n 20 log", ("tail -n 20 log",), False, True),
+    ("tail -f log", ("tail -f log",), False, False),
+    ("tail -5f log", ("tail -5f log",), False, False),
+    ("grep -rn TODO src/ | head -20", ("grep -rn TODO src/", "head -20"), False, True),
+    ("rg -n foo src", ("rg -n foo src",), False, True),
+    ("rg --pre cat foo", ("rg --pre cat foo",), False, False),
+    ('find . -name "*.py" -type f', ("find . -name '*.py' -type f",), False, True),
+    ("find . -name x -delete", ("find . -name x -delete",), False, False),
+    ("find . -exec rm {} \\;", ("find . -exec rm '{}' ';'",), False, False),
+    ("find . -fprint out", ("find . -fprint out",), False, False),
+    ("find * -name x", ("find * -name x",), False, False),
+    ("git log --oneline -5", ("git log --oneline -5",), False, True),
+    ("git --no-pager diff HEAD~1", ("git --no-pager diff HEAD~1",), False, True),
+    ("git show HEAD@{1}", ("git show 'HEAD@{1}'",), False, True),
+    ("git branch", ("git branch",), False, True),
+    ("git branch -a -v", ("git branch -a -v",), False, True),
+    ("git branch new-feature", ("git branch new-feature",), False, False),
+    ("git branch -D old", ("git branch -D old",), False, False),
+    ("git tag -l 'v*'", ("git tag -l 'v*'",), False, True),
+    ("git tag v1.0", ("git tag v1.0",), False, False),
+    ("git remote -v", ("git remote -v",), False, True),
+    ("git remote add o url", ("git remote add o url",), False, False),
+    ("git stash list", ("git stash list",), False, True),
+    ("git stash", ("git stash",), False, False),
+    ("git config --get user.name", ("git config --get user.name",), False, True),
+    ("git config user.name me", ("git config user.name me",), False, False),
+    ("git diff --output=patch", ("git diff --output=patch",), False, False),
+    ("git log --outp=patch", ("git log --outp=patch",), False, False),
+    ("git -c core.pager=sh log", ("git -c core.pager=sh log",), False, False),
+    ("git -C other status", ("git -C other status",), False, False),
+    ("cd sub && git status", ("cd sub", "git status"), False, False),
+    ("cd src && ls", ("cd src", "ls"), False, True),
+    ("git commit -m wip", ("git commit -m wip",), False, False),
+    ("git push", ("git push",), False, False),
+    ("sed -n '1,10p' f", ("sed -n 1,10p f",), False, True),
+    ("sed -n '/a/,/b/p; 20q' f", ("sed -n '/a/,/b/p; 20q' f",), False, True),
+    ("sed -n -e 's/a/b/gp' f", ("sed -n -e s/a/b/gp f",), False, True),
+    ("sed 's/a/b/' f", ("sed s/a/b/ f",), False, False),
+    ("sed -n -i 's/a/b/p' f", ("sed -n -i s/a/b/p f",), False, False),
+    ("sed -n 's/a/b/w out' f", ("sed -n 's/a/b/w out' f",), False, False),
+    ("sed -n '1e rm x' f", ("sed -n '1e rm x' f",), False, False),
+    ("sort -u f", ("sort -u f",), False, True),
+    ("sort -o out f", ("sort -o out f",), False, False),
+    ("sort -rno out f", ("sort -rno out f",), False, False),
+    ("sort --outp=x f", ("sort --outp=x f",), False, False),
+    ("uniq -c f", ("uniq -c f",), False, True),
+    ("uniq in out", ("uniq in out",), False, False),
+    ("jq .name package.json", ("jq .name package.json",), False, True),
+    ("jq -f prog.jq x", ("jq -f prog.jq x",), False, False),
+    ("tree -L 2", ("tree -L 2",), False, True),
+    ("tree -o out", ("tree -o out",), False, False),
+    ("date +%s", ("date +%s",), False, True),
+    ("date -s tomorrow", ("date -s tomorrow",), False, False),
+    ("file -C -m x", ("file -C -m x",), False, False),
+    ("wc -l $(git ls-files)", ("wc -l $(git ls-files)",), True, False),
+    ("env", ("env",), False, True),
+    ("printenv HOME", ("printenv HOME",), False, True),
+    ("env X=1 ls", ("env X=1 ls",), False, True),
+    ("env PATH=/x ls", ("env PATH=/x ls",), False, False),
+    ("timeout 5 git status", ("timeout 5 git status",), False, True),
+    ("nice -n 5 rm x", ("nice -n 5 rm x",), False, False),
+    ("command -v python3", ("command -v python3",), False, True),
+    ("which python3 && type ls", ("which python3", "type ls"), False, True),
+    ("ls | xargs cat", ("ls", "xargs cat"), False, False),
+    ("sudo ls", ("sudo ls",), False, False),
+    ("exec ls", ("exec ls",), False, False),
+    ("source .venv/bin/activate", ("source .venv/bin/activate",), False, False),
+    (". ./env.sh", (". ./env.sh",), False, False),
+    ('python -c "print(1)"', ("python -c 'print(1)'",), False, False),
+    ("/bin/ls", ("/bin/ls",), False, False),
+    ("pytest -q", ("pytest -q",), False, False),
+    ("test -f x && cat x", ("test -f x", "cat x"), False, True),
+    ("[ -v x ]", ("[ -v x ]",), False, True),
+    ("test -v 'a[0]'", ("test -v 'a[0]'",), False, False),
+    ('printf "%s\\n" "$x"', ("printf '%s\\n' \"$x\"",), False, True),
+]
+
+
+@pytest.mark.parametrize(("line", "commands", "opaque", "read_only"), TABLE)
+def test_table(line: str, commands: tuple[str, ...], opaque: bool, read_only: bool) -> None:
+    parsed = parse_command(line)
+    assert (parsed.commands, parsed.opaque, parsed.read_only) == (commands, opaque, read_only)
+    assert is_read_only_command(line) is read_only
+    assert len(parsed.words) == len(parsed.commands)
+    assert bool(parsed.reasons) is parsed.opaque
+
+
+def test_the_table_is_large_and_has_no_duplicates() -> None:
+    lines = [row[0] for row in TABLE]
+    assert len(lines) >= 60
+    assert len(set(lines)) == len(lines)
+
+
+def test_read_only_implies_not_opaque() -> None:
+    for line, *_ in TABLE:
+        parsed = parse_command(line)
+        assert not (parsed.read_only and parsed.opaque), line
+
+
+# -- words ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ('git commit -m "fix: a && b"', (("git", "commit", "-m", "fix: a && b"),)),
+        ("FOO=1 ls -la", (("ls", "-la"),)),
+        ("echo 'a'\"b\"c", (("echo", "abc"),)),
+        ("echo a\\ b", (("echo", "a b"),)),
+        ('echo "a\\"b" "\\$x"', (("echo", 'a"b', "$x"),)),
+        ("echo $HOME", (("echo", "$HOME"),)),
+        ("r''m x", (("rm", "x"),)),
+        ("ls | wc", (("ls",), ("wc",))),
+    ],
+)
+def test_words_are_argv_after_quote_removal(line: str, words: tuple[tuple[str, ...]]) -> None:
+    assert parse_command(line).words == words
+
+
+def test_ansi_c_quoting_is_decoded() -> None:
+    # `$'\x72m'` is `rm`: a rule must see the command that runs, not its spelling.
+    assert parse_command("$'\\x72m' -rf /").commands == ("rm -rf /",)
+
+
+# -- reasons -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("echo $(date)", "command substitution"),
+        ("echo `date`", "command substitution"),
+        ("diff <(ls a) b", "process substitution"),
+        ("(ls)", "subshell"),
+        ("eval ls", "eval"),
+        ("bash -c ls", "nested shell (bash -c)"),
+        ("sh -c ls", "nested shell (sh -c)"),
+        ("npm test > out.txt", "output redirection to out.txt"),
+        ("npm test >> 'my log'", "output redirection to 'my log'"),
+        ("ls >| f", "output redirection to f"),
+        ("ls &>> f", "output redirection to f"),
+        ("ls >&f", "output redirection to f"),
+        ("ls > $f", "output redirection to $f"),
+        ('echo "unterminated', "parse error"),
+        ("$cmd arg", "variable expansion in the command name"),
+        ("grep x <<< y", "here-string"),
+        ("cat < /dev/tcp/h/80", "network redirection"),
+        ("echo ${x@P}", "prompt expansion (${x@P})"),
+        ("echo ${a[$i]}", "arithmetic on a variable"),
+        ("trap 'rm x' EXIT", "trap handler"),
+    ],
+)
+def test_reasons(line: str, reason: str) -> None:
+    parsed = parse_command(line)
+    assert parsed.opaque
+    assert reason in parsed.reasons
+
+
+def test_reasons_are_listed_once_in_order() -> None:
+    parsed = parse_command("echo $(a) $(b) > out; (ls)")
+    assert parsed.reasons == ("command substitution", "output redirection to out", "subshell")
+
+
+# -- commands run indirectly (seen by deny and ask rules) ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "hidden"),
+    [
+        ("ls | xargs rm -f", "rm -f"),
+        ("ls | xargs -n 1 -I{} rm {}", "rm '{}'"),
+        ("timeout 5 rm x", "rm x"),
+        ("timeout -s KILL 5 rm x", "rm x"),
+        ("nice -n 10 rm x", "rm x"),
+        ("env -i A=1 rm x", "rm x"),
+        ("env -S 'rm x'", "rm x"),
+        ("sudo -u root rm x", "rm x"),
+        ("command rm x", "rm x"),
+        ("exec rm x", "rm x"),
+        ("nohup rm x", "rm x"),
+        ("time rm x", "rm x"),
+        ("FOO=1 rm x", "rm x"),
+        ("/bin/rm x", "rm x"),
+        ("find . -name '*.o' -exec rm {} +", "rm '{}'"),
+        ("bash -c 'ls && rm x'", "rm x"),
+        ("sh -c \"sh -c 'rm x'\"", "rm x"),
+        ("eval 'rm x'", "rm x"),
+        ("echo $(rm x)", "rm x"),
+        ("cat <(rm x)", "rm x"),
+        ("timeout 5 bash -c 'rm x'", "rm x"),
+        ("xargs sh -c 'rm \"$1\"' _", 'rm "$1"'),
+        ("trap 'rm x' EXIT", "rm x"),
+        ("alias ll='rm -rf x'", "rm -rf x"),
+    ],
+)
+def test_hidden_commands(line: str, hidden: str) -> None:
+    parsed = parse_command(line)
+    assert hidden in parsed.hidden
+    assert hidden not in parsed.commands
+
+
+# -- robustness ----------------------------------------------------------------------------
+
+
+def test_ten_thousand_words() -> None:
+    line = "echo " + " ".join(f"w{i}" for i in range(10_000))
+    parsed = parse_command(line)
+    assert len(parsed.words[0]) == 10_001
+    assert parsed.read_only
+
+
+def test_ten_thousand_commands_in_a_list() -> None:
+    # Lists nest one level per operator: a recursive walk would exhaust Python's stack.
+    parsed = parse_command(" && ".join(["ls"] * 10_000))
+    assert parsed.commands == ("ls",) * 10_000
+    assert parsed.read_only
+
+
+def test_deeply_nested_substitutions() -> None:
+    parsed = parse_command("echo " + "$(" * 3000 + "rm x" + ")" * 3000)
+    assert parsed.opaque
+    assert "rm x" in parsed.hidden
+
+
+def test_deeply_nested_subshells_and_groups() -> None:
+    subshells = parse_command("( " * 3000 + "rm x" + " )" * 3000)
+    assert (subshells.commands, subshells.reasons) == (("rm x",), ("subshell",))
+    groups = parse_command("{ " * 3000 + "ls; " + "}; " * 3000)
+    assert (groups.commands, groups.opaque, groups.read_only) == (("ls",), False, True)
+    arithmetic = parse_command("((" * 1500 + "x" + "))" * 1500)
+    assert arithmetic.opaque
+    assert not arithmetic.read_only
+
+
+def test_deeply_nested_shells_stop_at_a_limit() -> None:
+    line = "rm x"
+    for _ in range(12):
+        line = "bash -c " + shlex.quote(line)
+    parsed = parse_command(line)
+    assert parsed.opaque
+    assert "nesting too deep" in parsed.reasons
+
+
+def test_a_long_line_is_parsed_even_past_the_cache_limit() -> None:
+    line = "ls " + "a" * 50_000 + " && rm x"
+    parsed = parse_command(line)
+    assert parsed.commands[1] == "rm x"
+    assert not parsed.read_only
+
+
+@pytest.mark.parametrize("line", ["ls\x00rm -rf /", "\x00", "echo a\x00b"])
+def test_nul_bytes_are_opaque(line: str) -> None:
+    parsed = parse_command(line)
+    assert parsed.opaque
+    assert "NUL byte" in parsed.reasons
+    assert not parsed.read_only
+
+
+def test_lone_surrogates_do_not_crash() -> None:
+    parsed = parse_command("echo \ud800 && ls")
+    assert parsed.commands[-1] == "ls"
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["'", '"', "`", "$(", "${", "((", "))", "<<", "<<EOF", "|", "&&", ";;", "\\", "$'\\", "{", "}"],
+)
+def test_fragments_never_raise_and_are_never_read_only(line: str) -> None:
+    parsed = parse_command(line)
+    assert isinstance(parsed, ShellCommand)
+    assert not parsed.read_only
+
+
+# -- cache and threads ---------------------------------------------------------------------
+
+
+def test_results_are_cached() -> None:
+    assert parse_command("git status && ls") is parse_command("git status && ls")
+
+
+def test_parsing_from_many_threads_gives_the_same_results() -> None:
+    # Fresh (uncached) lines, so the threads really parse at the same time.
+    lines = [f"{row[0]} #{k}" for k in range(4) for row in TABLE]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        got = list(pool.map(parse_command, lines))
+    expected = [parse_command(line + " ") for line in lines]
+    assert [(g.commands, g.opaque, g.read_only) for g in got] == [
+        (e.commands, e.opaque, e.read_only) for e in expected
+    ]
