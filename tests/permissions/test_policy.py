@@ -159,6 +159,29 @@ def test_domain_rules(ws: Path) -> None:
     assert fetch(deny, "https://good.org/x").behavior == "allow"
 
 
+def test_a_read_only_fetch_asks_unless_a_rule_covers_its_host(ws: Path) -> None:
+    # Fetching changes nothing locally, but a URL can carry data out: the user picks the sites.
+    def fetch(policy: Policy, mode: PermissionMode) -> Decision:
+        return decide(
+            policy,
+            ws,
+            [FetchUrl(url="https://docs.example.com/x?q=1")],
+            names=("web_fetch",),
+            kind=ToolKind.FETCH,
+            read_only=True,
+            mode=mode,
+        )
+
+    for mode in (M.DEFAULT, M.ACCEPT_EDITS, M.PLAN):
+        d = fetch(Policy(), mode)
+        assert d.behavior == "ask", mode
+        assert d.reason == "`web_fetch` would contact docs.example.com, which no allow rule covers"
+    assert fetch(Policy(), M.DONT_ASK).behavior == "deny"
+    assert fetch(Policy(), M.BYPASS).behavior == "allow"
+    assert fetch(Policy(allow=["web_fetch(domain:*.example.com)"]), M.DEFAULT).behavior == "allow"
+    assert fetch(Policy(allow=["web_fetch(domain:*.example.com)"]), M.PLAN).behavior == "allow"
+
+
 # -- compound shell commands ---------------------------------------------------------------
 
 

@@ -26,6 +26,7 @@ from ._read_file import ReadFile as ReadFile
 from ._skill import Skill as Skill
 from ._skill import SkillInfo as SkillInfo
 from ._todo import TodoWrite as TodoWrite
+from ._web_fetch import WebFetch as WebFetch
 from ._write_file import WriteFile as WriteFile
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "Skill",
     "SkillInfo",
     "TodoWrite",
+    "WebFetch",
     "WriteFile",
     "coding_tools",
 ]

@@ -12,8 +12,10 @@ Order of evaluation, first decisive step wins:
 7. allow rules, from settings and from "allow always" answers: every request must be covered;
 8. a mode switch (`SwitchMode`, e.g. exit_plan_mode) asks: no mode's default may approve it,
    even for a read-only tool (dont_ask: denied);
-9. the mode's default: read-only calls are allowed; accept_edits also allows file edits inside
-   the write roots; everything else asks (dont_ask: denied).
+9. the mode's default: read-only calls are allowed, except a fetch (`FetchUrl`), which asks
+   unless an allow rule covers its host (a URL can carry data out of the session, so the user
+   decides which sites the agent may contact); accept_edits also allows file edits inside the
+   write roots; everything else asks (dont_ask: denied).
 
 A rule's specifier matches a mode switch by the target mode's name: `exit_plan_mode(default)`.
 """
@@ -202,7 +204,16 @@ class Policy:
                 mode, f"switching to {switch.mode} mode needs the user's approval", None, "mode"
             )
         if read_only:
-            return ALLOW
+            fetch = next((q for q in requests if isinstance(q, FetchUrl)), None)
+            if fetch is None:
+                return ALLOW
+            try:
+                host = urlsplit(fetch.url).hostname or fetch.url
+            except ValueError:
+                host = fetch.url
+            return self._ask(
+                mode, f"`{tool}` would contact {host}, which no allow rule covers", None, "mode"
+            )
         if (
             mode is PermissionMode.ACCEPT_EDITS
             and kind in _EDIT_KINDS

@@ -42,17 +42,50 @@ from ._text import encode_text as encode_text
 from ._text import newline_of as newline_of
 from ._text import sniff_binary as sniff_binary
 from ._text import split_lines as split_lines
+from ._urlguard import MAX_URL_CHARS as MAX_URL_CHARS
+from ._urlguard import AddressBlock as AddressBlock
+from ._urlguard import AllowEntry as AllowEntry
+from ._urlguard import AllowList as AllowList
+from ._urlguard import BlockedAddress as BlockedAddress
+from ._urlguard import CheckedUrl as CheckedUrl
+from ._urlguard import HostNotFound as HostNotFound
+from ._urlguard import InvalidUrl as InvalidUrl
+from ._urlguard import ParsedUrl as ParsedUrl
+from ._urlguard import ResolveFunc as ResolveFunc
+from ._urlguard import UrlRefused as UrlRefused
+from ._urlguard import allowed_entry as allowed_entry
+from ._urlguard import check_host as check_host
+from ._urlguard import check_url as check_url
+from ._urlguard import classify_address as classify_address
+from ._urlguard import parse_allow_hosts as parse_allow_hosts
+from ._urlguard import parse_url as parse_url
+from ._urlguard import system_resolve as system_resolve
 
 __all__ = [
+    "MAX_URL_CHARS",
     "PROTECTED_DIRS",
     "VCS_DIRS",
+    "AddressBlock",
+    "AllowEntry",
+    "AllowList",
+    "BlockedAddress",
+    "CheckedUrl",
     "CommandResult",
     "FileData",
+    "HostNotFound",
+    "InvalidUrl",
+    "ParsedUrl",
+    "ResolveFunc",
     "RipgrepGlob",
     "RipgrepRun",
     "SearchRoot",
     "TextFormat",
+    "UrlRefused",
+    "allowed_entry",
     "atomic_write",
+    "check_host",
+    "check_url",
+    "classify_address",
     "compile_glob",
     "confine_read",
     "confine_write",
@@ -67,6 +100,8 @@ __all__ = [
     "kill_tree",
     "list_dir_names",
     "newline_of",
+    "parse_allow_hosts",
+    "parse_url",
     "protected_part",
     "read_file_bytes",
     "resolve_path",
@@ -76,5 +111,6 @@ __all__ = [
     "sniff_binary",
     "split_lines",
     "stat_file",
+    "system_resolve",
     "unified_diff",
 ]
