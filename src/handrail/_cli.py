@@ -127,7 +127,13 @@ async def _demo_files() -> None:
             b'def greet(name):\r\n    return "Hello, " + name\r\n'
         )
         (root / "README.md").write_text("# demo\n\nSay hello.\n")
-        rt = Runtime(Registry(coding_tools()), root=root, mode=PermissionMode.ACCEPT_EDITS)
+        # The rule lets `touch` run without asking, to show that the OS sandbox still confines it.
+        rt = Runtime(
+            Registry(coding_tools(project_dir=root)),
+            root=root,
+            mode=PermissionMode.ACCEPT_EDITS,
+            allow=["run_shell(touch:*)"],
+        )
         print(f"\n4. Coding tools on a temporary workspace ({root}), mode accept_edits.")
         steps: list[tuple[str, dict[str, object]]] = [
             ("grep_search", {"pattern": "Hello", "output_mode": "content"}),
@@ -142,13 +148,20 @@ async def _demo_files() -> None:
             ),
             ("write_file", {"file_path": "../outside.txt", "content": "escape"}),
             ("list_files", {"pattern": "**/*.py"}),
+            ("run_shell", {"command": "grep -c Hi src/greet.py && wc -l < README.md"}),
+            ("run_shell", {"command": "touch ok.txt ../escape.txt"}),
+            ("run_shell", {"command": "echo working; sleep 30", "timeout_seconds": 1}),
         ]
         for name, args in steps:
             r = await rt.call(name, args)
-            first = r.content.splitlines()[0] if r.content else ""
+            lines = [ln for ln in r.content.splitlines() if ln and ln != "[stderr]"]
+            first = lines[0] if lines else ""
+            if r.error is not None and r.error.value == "NONZERO_EXIT" and len(lines) > 1:
+                first += " " + lines[1]  # the command's own error message
             status = "ok " if r.ok else (r.error.value if r.error else "err")
             print(f"  [{status}] {name}({', '.join(f'{k}={v!r}' for k, v in args.items())})")
             print("      " + first[:110])
+        await rt.aclose()
         data = (root / "src" / "greet.py").read_bytes()
         crlf = data.count(b"\r\n") == 2
         print(f"   greet.py on disk now: {data!r} (CRLF line endings kept: {crlf})")

@@ -17,42 +17,74 @@ def rt_for(root: Path, mode: str = "accept_edits") -> Runtime:
 def test_the_tool_set_and_its_order() -> None:
     tools = Runtime(Registry(coding_tools())).tools()
     assert [t.name for t in tools] == snapshot(
-        ["edit_file", "grep_search", "list_files", "read_file", "write_file"]
+        [
+            "edit_file",
+            "grep_search",
+            "list_files",
+            "read_file",
+            "run_shell",
+            "shell_output",
+            "todo_write",
+            "tool_search",
+            "web_fetch",
+            "write_file",
+        ]
     )
-    flags = {t.name: (t.kind.value, t.read_only, t.concurrency_safe) for t in tools}
+
+    def flag(value: object) -> object:
+        return value if isinstance(value, bool) else "depends on input"
+
+    flags = {t.name: (t.kind.value, flag(t.read_only), flag(t.concurrency_safe)) for t in tools}
     assert flags == snapshot(
         {
             "edit_file": ("edit", False, False),
             "grep_search": ("search", True, True),
             "list_files": ("search", True, True),
             "read_file": ("read", True, True),
+            "run_shell": ("execute", "depends on input", "depends on input"),
+            "shell_output": ("execute", "depends on input", "depends on input"),
+            "todo_write": ("think", True, False),
+            "tool_search": ("search", True, True),
+            "web_fetch": ("fetch", True, True),
             "write_file": ("edit", False, False),
         }
     )
-    assert all(isinstance(t, Tool) and t.description and t.usage for t in tools)
+    assert all(isinstance(t, Tool) and t.description for t in tools)
+    assert all(t.usage for t in tools if t.name in {"edit_file", "read_file", "run_shell"})
 
 
 def test_usage_notes_for_the_system_prompt() -> None:
     notes = Runtime(Registry(coding_tools())).usage_notes()
-    assert [line for line in notes.splitlines() if line.startswith("## ")] == [
-        "## edit_file",
-        "## grep_search",
-        "## list_files",
-        "## read_file",
-        "## write_file",
-    ]
+    assert [line for line in notes.splitlines() if line.startswith("## ")] == snapshot(
+        [
+            "## edit_file",
+            "## grep_search",
+            "## list_files",
+            "## read_file",
+            "## run_shell",
+            "## web_fetch",
+            "## write_file",
+        ]
+    )
     edit = notes.split("## edit_file\n", 1)[1].split("\n\n## ", 1)[0]
     assert edit == snapshot(
         "Before editing, read the file with read_file in this session; edits to a file that was not read in full, or that changed since, are refused. Copy old_string from read_file's output without the line-number prefix and tab, with enough surrounding lines to occur exactly once (or set replace_all). Put several changes to one file in one call with `edits`. Use edit_file, not write_file, to change part of an existing file."
     )
 
 
-def test_plan_mode_offers_only_the_reading_tools(tmp_path: Path) -> None:
-    assert [t.name for t in rt_for(tmp_path, "plan").tools()] == [
-        "grep_search",
-        "list_files",
-        "read_file",
-    ]
+def test_plan_mode_offers_only_the_tools_that_can_be_read_only(tmp_path: Path) -> None:
+    assert [t.name for t in rt_for(tmp_path, "plan").tools()] == snapshot(
+        [
+            "grep_search",
+            "list_files",
+            "read_file",
+            "run_shell",
+            "shell_output",
+            "todo_write",
+            "tool_search",
+            "web_fetch",
+        ]
+    )
 
 
 async def test_find_read_edit_read_again(tmp_path: Path) -> None:

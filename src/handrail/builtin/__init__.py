@@ -10,11 +10,14 @@ what to do next, in English or Chinese.
 from handrail import Registry, Runtime
 from handrail.builtin import coding_tools
 
-rt = Runtime(Registry(coding_tools()), root="path/to/project", mode="accept_edits")
+rt = Runtime(Registry(coding_tools(project_dir="path/to/project")), root="path/to/project",
+             mode="accept_edits")
 ```
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from .. import Tool
 from ._edit_file import EditFile as EditFile
@@ -23,6 +26,8 @@ from ._list_files import ListFiles as ListFiles
 from ._plan_mode import EnterPlanMode as EnterPlanMode
 from ._plan_mode import ExitPlanMode as ExitPlanMode
 from ._read_file import ReadFile as ReadFile
+from ._run_shell import RunShell as RunShell
+from ._run_shell import ShellOutput as ShellOutput
 from ._skill import Skill as Skill
 from ._skill import SkillInfo as SkillInfo
 from ._todo import TodoWrite as TodoWrite
@@ -36,6 +41,8 @@ __all__ = [
     "GrepSearch",
     "ListFiles",
     "ReadFile",
+    "RunShell",
+    "ShellOutput",
     "Skill",
     "SkillInfo",
     "TodoWrite",
@@ -45,6 +52,28 @@ __all__ = [
 ]
 
 
-def coding_tools() -> list[Tool]:
-    """New instances of the file and search tools: read, write, edit, list and grep."""
-    return [EditFile(), GrepSearch(), ListFiles(), ReadFile(), WriteFile()]
+def coding_tools(*, project_dir: str | Path | None = None) -> list[Tool]:
+    """New instances of the built-in coding tools, ready for a `Registry`.
+
+    read_file, write_file, edit_file, list_files, grep_search, run_shell, shell_output,
+    web_fetch and todo_write; enter_plan_mode and exit_plan_mode (deferred: found through
+    tool_search); and skill when `project_dir` (default: the current directory) or the user's
+    config folder holds skills.
+    """
+    tools: list[Tool] = [
+        EditFile(),
+        EnterPlanMode(),
+        ExitPlanMode(),
+        GrepSearch(),
+        ListFiles(),
+        ReadFile(),
+        RunShell(),
+        ShellOutput(),
+        TodoWrite(),
+        WebFetch(),
+        WriteFile(),
+    ]
+    skill = Skill(project_dir=project_dir if project_dir is not None else Path.cwd())
+    if skill.skills:
+        tools.append(skill)
+    return tools

@@ -9,11 +9,16 @@ limit, and neither do its descendants. Tools (built-in or not) use these helpers
 
 from __future__ import annotations
 
+from ._capture import OutputCapture as OutputCapture
 from ._confine import PROTECTED_DIRS as PROTECTED_DIRS
 from ._confine import confine_read as confine_read
 from ._confine import confine_write as confine_write
 from ._confine import inside as inside
 from ._confine import protected_part as protected_part
+from ._confinement import Confinement as Confinement
+from ._confinement import SandboxSupport as SandboxSupport
+from ._confinement import namespace_members as namespace_members
+from ._confinement import sandbox_support as sandbox_support
 from ._diff import diff_stat as diff_stat
 from ._diff import unified_diff as unified_diff
 from ._files import FileData as FileData
@@ -35,6 +40,9 @@ from ._ripgrep import compile_glob as compile_glob
 from ._ripgrep import find_ripgrep as find_ripgrep
 from ._ripgrep import run_ripgrep as run_ripgrep
 from ._ripgrep import search_root as search_root
+from ._shell_process import ShellProcess as ShellProcess
+from ._shell_process import find_shell as find_shell
+from ._shell_process import read_log as read_log
 from ._text import TextFormat as TextFormat
 from ._text import count_lines as count_lines
 from ._text import decode_text as decode_text
@@ -71,14 +79,18 @@ __all__ = [
     "BlockedAddress",
     "CheckedUrl",
     "CommandResult",
+    "Confinement",
     "FileData",
     "HostNotFound",
     "InvalidUrl",
+    "OutputCapture",
     "ParsedUrl",
     "ResolveFunc",
     "RipgrepGlob",
     "RipgrepRun",
+    "SandboxSupport",
     "SearchRoot",
+    "ShellProcess",
     "TextFormat",
     "UrlRefused",
     "allowed_entry",
@@ -96,17 +108,21 @@ __all__ = [
     "ensure_parent",
     "file_kind",
     "find_ripgrep",
+    "find_shell",
     "inside",
     "kill_tree",
     "list_dir_names",
+    "namespace_members",
     "newline_of",
     "parse_allow_hosts",
     "parse_url",
     "protected_part",
     "read_file_bytes",
+    "read_log",
     "resolve_path",
     "run_command",
     "run_ripgrep",
+    "sandbox_support",
     "search_root",
     "sniff_binary",
     "split_lines",

@@ -1,0 +1,476 @@
+"""OS confinement for shell commands on Linux: Landlock for writes, namespaces for the rest.
+
+A confined command and every process it starts:
+* can write only inside the write roots, a private temporary folder and a few devices
+  (`/dev/null`...): Landlock, which the kernel enforces on the whole tree and which cannot be
+  undone from inside;
+* cannot change `.git` or `.handrail` at the top of a write root: they are bind-mounted
+  read-only in a private mount namespace (Landlock grants are inherited downward and cannot
+  carve a read-only hole into a writable root);
+* has no network unless allowed: a new network namespace with only a loopback interface (or,
+  without namespaces, Landlock's TCP rules, which leave UDP open);
+* lives in its own PID namespace under a shell that is its init: when that shell ends, the
+  kernel kills whatever is left, and killing the namespace's members reaches processes that
+  left the process group (setsid, double fork).
+
+Namespaces are created directly as root, or inside a new user namespace otherwise. The setup
+runs in the child between fork and exec (`preexec_fn`) through functions bound before the
+fork, so it allocates little and takes no locks another thread could hold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "Confinement",
+    "SandboxSupport",
+    "namespace_members",
+    "sandbox_support",
+]
+
+_SYS_LANDLOCK_CREATE_RULESET = 444
+_SYS_LANDLOCK_ADD_RULE = 445
+_SYS_LANDLOCK_RESTRICT_SELF = 446
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+_LANDLOCK_RULE_PATH_BENEATH = 1
+
+# Landlock filesystem rights that change something (reads and execution stay unrestricted).
+_FS_WRITE_FILE = 1 << 1
+_FS_REMOVE_DIR = 1 << 4
+_FS_REMOVE_FILE = 1 << 5
+_FS_MAKE_ANY = sum(1 << b for b in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
+_FS_REFER = 1 << 13  # ABI 2: rename/link across folders
+_FS_TRUNCATE = 1 << 14  # ABI 3
+_NET_BIND_TCP = 1 << 0  # ABI 4
+_NET_CONNECT_TCP = 1 << 1
+
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWPID = 0x20000000
+_CLONE_NEWNET = 0x40000000
+_MS_RDONLY = 1
+_MS_REMOUNT = 32
+_MS_BIND = 4096
+_MS_REC = 16384
+_MS_PRIVATE = 1 << 18
+_PR_SET_NO_NEW_PRIVS = 38
+_SIOCSIFFLAGS = 0x8914
+_IFF_UP_LOOPBACK_RUNNING = 0x1 | 0x8 | 0x40
+_IFREQ_LO = struct.pack("16sH14x", b"lo", _IFF_UP_LOOPBACK_RUNNING)
+
+# Writable devices: discarding output and reading zeros must keep working.
+_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
+PROTECTED = (".git", ".handrail")
+
+# The namespace's init. The outer sh (in our namespace) forks: a command that is not the last
+# of its script is never exec'ed in place. The child is PID 1 of the new PID namespace: a second
+# sh that in turn forks bash for the user's command, so the command is never PID 1 itself (PID 1
+# ignores signals it has no handler for, even `kill -9 $$` from inside). When the command ends,
+# PID 1 exits and the kernel kills whatever the command left in the namespace.
+_OUTER_SCRIPT = '"$0" -c "$3" "$1" "$2"; exit $?'
+_INIT_SCRIPT = '"$0" -c "$1"; exit $?'
+
+try:
+    _libc: ctypes.CDLL | None = ctypes.CDLL(None, use_errno=True)
+except OSError:  # not Linux / no libc
+    _libc = None
+
+
+def _errno_error(what: str) -> OSError:
+    err = ctypes.get_errno()
+    return OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, or 0 when Landlock is missing or disabled."""
+    if _libc is None or not hasattr(_libc, "syscall"):
+        return 0
+    version = int(
+        _libc.syscall(
+            _SYS_LANDLOCK_CREATE_RULESET,
+            None,
+            ctypes.c_size_t(0),
+            ctypes.c_uint32(_LANDLOCK_CREATE_RULESET_VERSION),
+        )
+    )
+    return max(version, 0)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxSupport:
+    """What this machine offers for confining commands."""
+
+    landlock: int
+    """Landlock ABI version (0: none). Without it, writes cannot be confined."""
+    namespaces: bool
+    """PID, mount and network namespaces can be created (as root or in a user namespace)."""
+    user_namespace: bool
+    """The namespaces need a user namespace first (not running as root)."""
+    reason: str = ""
+    """Why confinement is unavailable, when it is."""
+
+    @property
+    def available(self) -> bool:
+        """Writes can be confined (the minimum handrail calls a sandbox)."""
+        return self.landlock > 0
+
+    @property
+    def mechanism(self) -> str:
+        """A short label for results and logs."""
+        if not self.available:
+            return "none"
+        return "landlock+namespaces" if self.namespaces else "landlock"
+
+
+_support: SandboxSupport | None = None
+
+
+def sandbox_support(*, refresh: bool = False) -> SandboxSupport:
+    """Probe (once) what confinement this machine allows, by starting a confined `true`."""
+    global _support
+    if _support is not None and not refresh:
+        return _support
+    abi = landlock_abi()
+    needs_userns = os.geteuid() != 0
+    namespaces = False
+    reason = ""
+    if _libc is None or not hasattr(_libc, "unshare"):
+        reason = "not Linux: no Landlock or namespaces"
+    else:
+        namespaces = _probe_namespaces(needs_userns)
+        if abi == 0:
+            reason = (
+                "the kernel has no Landlock (Linux 5.13 or later with Landlock enabled, e.g. "
+                "`lsm=landlock,...` on the kernel command line)"
+            )
+    _support = SandboxSupport(
+        landlock=abi, namespaces=namespaces, user_namespace=needs_userns, reason=reason
+    )
+    return _support
+
+
+def _probe_namespaces(needs_userns: bool) -> bool:
+    true = shutil.which("true") or "/bin/true"
+    setup = _Setup(
+        userns=needs_userns,
+        uid=os.geteuid(),
+        gid=os.getegid(),
+        flags=_CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWNET,
+        readonly=(),
+        loopback=True,
+        ruleset=-1,
+    )
+    try:
+        done = subprocess.run(
+            [true],
+            preexec_fn=setup,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+class _Setup:
+    """The child-side setup, run between fork and exec. Everything is bound beforehand."""
+
+    def __init__(
+        self,
+        *,
+        userns: bool,
+        uid: int,
+        gid: int,
+        flags: int,
+        readonly: Sequence[bytes],
+        loopback: bool,
+        ruleset: int,
+        netns: int = -1,
+    ) -> None:
+        assert _libc is not None
+        self.userns = userns
+        self.maps = (
+            (b"/proc/self/setgroups", b"deny"),
+            (b"/proc/self/uid_map", f"{uid} {uid} 1".encode()),
+            (b"/proc/self/gid_map", f"{gid} {gid} 1".encode()),
+        )
+        self.flags = flags | (_CLONE_NEWUSER if userns else 0)
+        self.readonly = tuple(readonly)
+        self.loopback = loopback and bool(flags & _CLONE_NEWNET)
+        self.ruleset = ruleset
+        self.netns = netns
+        self.setns = _libc.setns
+        self.unshare = _libc.unshare
+        self.mount = _libc.mount
+        self.prctl = _libc.prctl
+        self.syscall = _libc.syscall
+
+    def __call__(self) -> None:
+        if self.flags and self.unshare(self.flags) != 0:
+            raise _errno_error("unshare")
+        if self.userns:
+            for path, value in self.maps:
+                fd = os.open(path, os.O_WRONLY)
+                try:
+                    os.write(fd, value)
+                finally:
+                    os.close(fd)
+        if self.netns >= 0 and self.setns(self.netns, _CLONE_NEWNET) != 0:
+            raise _errno_error("setns")
+        if self.flags & _CLONE_NEWNS:
+            if self.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+                raise _errno_error("mount --make-rprivate /")
+            for path in self.readonly:
+                if self.mount(path, path, None, _MS_BIND | _MS_REC, None) != 0:
+                    raise _errno_error("bind mount")
+                if self.mount(None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY, None) != 0:
+                    raise _errno_error("read-only remount")
+        if self.loopback:
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                fcntl.ioctl(s.fileno(), _SIOCSIFFLAGS, _IFREQ_LO)
+            finally:
+                s.close()
+        if self.ruleset >= 0:
+            if self.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+                raise _errno_error("no_new_privs")
+            if self.syscall(_SYS_LANDLOCK_RESTRICT_SELF, self.ruleset, 0) != 0:
+                raise _errno_error("landlock_restrict_self")
+
+
+def _write_rights(abi: int) -> int:
+    rights = _FS_WRITE_FILE | _FS_REMOVE_DIR | _FS_REMOVE_FILE | _FS_MAKE_ANY
+    if abi >= 2:
+        rights |= _FS_REFER
+    if abi >= 3:
+        rights |= _FS_TRUNCATE
+    return rights
+
+
+def _ruleset(abi: int, writable: Sequence[str], devices: Sequence[str], block_tcp: bool) -> int:
+    """A Landlock ruleset fd granting writes under `writable` (and to `devices`) only."""
+    assert _libc is not None
+    rights = _write_rights(abi)
+    net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if block_tcp and abi >= 4 else 0
+    # struct landlock_ruleset_attr: handled_access_fs, handled_access_net (ABI 4), scoped (ABI 6)
+    attr = struct.pack("QQ", rights, net) if abi >= 4 else struct.pack("Q", rights)
+    buf = ctypes.create_string_buffer(attr, len(attr))
+    fd = int(
+        _libc.syscall(
+            _SYS_LANDLOCK_CREATE_RULESET, buf, ctypes.c_size_t(len(attr)), ctypes.c_uint32(0)
+        )
+    )
+    if fd < 0:
+        raise _errno_error("landlock_create_ruleset")
+    try:
+        for path, access in [
+            *((p, rights) for p in writable),
+            *((d, _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0)) for d in devices),
+        ]:
+            try:
+                target = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue  # a missing extra path or device grants nothing
+            try:
+                is_dir = os.path.isdir(f"/proc/self/fd/{target}")
+                # struct landlock_path_beneath_attr is packed: u64 allowed_access, s32 parent_fd.
+                rule = ctypes.create_string_buffer(
+                    struct.pack("=Qi", access if is_dir else access & _file_rights(abi), target),
+                    12,
+                )
+                if _libc.syscall(_SYS_LANDLOCK_ADD_RULE, fd, _LANDLOCK_RULE_PATH_BENEATH, rule, 0):
+                    raise _errno_error(f"landlock_add_rule {path}")
+            finally:
+                os.close(target)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _file_rights(abi: int) -> int:
+    # Rights that make sense on a file (the others apply to folders only).
+    return _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0)
+
+
+class Confinement:
+    """One command's sandbox: the argv to run and the setup to apply between fork and exec.
+
+    With `filesystem=False` only process control remains: the command still gets its own PID
+    namespace (when the machine allows one) so that nothing it starts can outlive it, but
+    writes and network are not restricted. Use as a context manager around the spawn; the
+    Landlock ruleset fd is closed on exit.
+    """
+
+    def __init__(
+        self,
+        *,
+        write_roots: Sequence[Path] = (),
+        temp_dir: Path | None = None,
+        network: bool = False,
+        extra_write: Sequence[str] = (),
+        filesystem: bool = True,
+        support: SandboxSupport | None = None,
+    ) -> None:
+        self.support = support or sandbox_support()
+        if filesystem and not self.support.available:
+            raise OSError(f"no OS sandbox on this machine: {self.support.reason}")
+        self.filesystem = filesystem
+        self.write_roots = tuple(write_roots)
+        self.network = network or not filesystem
+        ns = self.support.namespaces
+        self._fd = -1
+        netns = -1
+        readonly: list[bytes] = []
+        flags = _CLONE_NEWPID if ns else 0
+        if filesystem:
+            writable = [str(r) for r in self.write_roots] + [*extra_write]
+            if temp_dir is not None:
+                writable.append(str(temp_dir))
+            self._fd = _ruleset(self.support.landlock, writable, _DEVICES, not network and not ns)
+            if ns:
+                flags |= _CLONE_NEWNS
+                if not network:
+                    netns = _shared_netns(self.support)
+                    if netns < 0:
+                        flags |= _CLONE_NEWNET
+                for root in self.write_roots:
+                    for name in PROTECTED:
+                        p = root / name
+                        # A real folder or file only: a symlink there is not followed (the
+                        # write roots are Landlock-confined anyway).
+                        if os.path.lexists(p) and not os.path.islink(p):
+                            readonly.append(os.fsencode(p))
+        self.setup: Callable[[], None] = _Setup(
+            userns=ns and self.support.user_namespace,
+            uid=os.geteuid(),
+            gid=os.getegid(),
+            flags=flags,
+            readonly=readonly,
+            loopback=True,
+            ruleset=self._fd,
+            netns=netns,
+        )
+        self.pid_namespace = ns
+        """The command gets its own PID namespace (stopping it reaches every descendant)."""
+        self.readonly = tuple(os.fsdecode(p) for p in readonly)
+        """Paths bind-mounted read-only for the command."""
+
+    @property
+    def label(self) -> str:
+        """What confines the command: `landlock+namespaces`, `landlock`, or `none`."""
+        return self.support.mechanism if self.filesystem else "none"
+
+    def argv(self, shell: str, command: str) -> list[str]:
+        """The argv that runs `command` under this confinement."""
+        if self.pid_namespace:
+            # The outer (init-forking) shell only runs one line: the lightest sh will do.
+            sh = "/bin/sh" if os.path.exists("/bin/sh") else shell
+            return [sh, "-c", _OUTER_SCRIPT, sh, shell, command, _INIT_SCRIPT]
+        return [shell, "-c", command]
+
+    def close(self) -> None:
+        """Release the ruleset fd (the child keeps its own restriction)."""
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> Confinement:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_netns_fd: int | None = None
+
+
+def _shared_netns(support: SandboxSupport) -> int:
+    """An fd of one network namespace (loopback only) that confined commands share, or -1.
+
+    Sharing it lets a later command reach a server a background job started on localhost, and
+    joining an existing namespace is much cheaper than creating one per command. Only as root:
+    an unprivileged process would have to join the user namespace that owns it first.
+    """
+    global _netns_fd
+    if _netns_fd is not None:
+        return _netns_fd
+    _netns_fd = -1
+    if support.user_namespace or _libc is None:
+        return -1
+    cat = shutil.which("cat") or "/bin/cat"
+    setup = _Setup(
+        userns=False,
+        uid=0,
+        gid=0,
+        flags=_CLONE_NEWNET,
+        readonly=(),
+        loopback=True,
+        ruleset=-1,
+    )
+    try:
+        # `cat` waits on its stdin until we have opened its namespace, then ends.
+        holder = subprocess.Popen(
+            [cat], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, preexec_fn=setup
+        )
+    except (OSError, subprocess.SubprocessError):
+        return -1
+    try:
+        _netns_fd = os.open(f"/proc/{holder.pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        _netns_fd = -1
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(10)
+    return _netns_fd
+
+
+def namespace_members(pid: int) -> list[int]:
+    """Host PIDs of the processes in the PID namespace that `pid` created for its children."""
+    try:
+        target = os.stat(f"/proc/{pid}/ns/pid_for_children").st_ino
+        mine = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return []
+    if target == mine:
+        return []
+    out: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}/ns/pid").st_ino == target:
+                out.append(int(entry))
+        except OSError:
+            continue
+    return out
+
+
+def signal_namespace(pid: int, sig: signal.Signals) -> int:
+    """Send `sig` to every process in `pid`'s child PID namespace; returns how many."""
+    members = namespace_members(pid)
+    for member in members:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(member, sig)
+    return len(members)

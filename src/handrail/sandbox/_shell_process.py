@@ -1,0 +1,266 @@
+"""A shell command whose whole process tree can be stopped, with its output streamed to a capture.
+
+The command runs through bash (sh where bash is missing) in a new session, stdin `/dev/null`,
+optionally under a `Confinement`. Output goes straight from the pipes into an `OutputCapture`
+(bounded memory, full copy on disk) through an asyncio protocol, without a stream buffer.
+
+Stopping: SIGTERM to the whole tree, SIGKILL after a grace period, then the pipes are drained for
+at most two seconds. "The whole tree" is the PID namespace when the command has one (nothing can
+leave it), otherwise the process group, every descendant found through /proc and every process
+still holding the command's pipes (setsid and double-forked children).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._confinement import Confinement, namespace_members, signal_namespace
+from ._process import _descendants, _pipe_holders  # pyright: ignore[reportPrivateUsage]
+
+if TYPE_CHECKING:
+    from ._capture import OutputCapture
+
+__all__ = ["ShellProcess", "find_shell", "read_log"]
+
+GRACE_SECONDS = 2.0
+DRAIN_SECONDS = 2.0
+
+
+def find_shell() -> str:
+    """Bash, or sh where bash is missing."""
+    return shutil.which("bash") or shutil.which("sh") or "/bin/sh"
+
+
+class _Pipes(asyncio.SubprocessProtocol):
+    def __init__(
+        self, capture: OutputCapture, on_data: Callable[[], None] | None, log_fd: int
+    ) -> None:
+        self.capture = capture
+        self.on_data = on_data
+        self.log_fd = log_fd
+        self.log_bytes = 0
+        self.open_pipes = 2
+        self.exited = asyncio.Event()
+        self.drained = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        stream: Literal["stdout", "stderr"] = "stdout" if fd == 1 else "stderr"
+        chunk = data if isinstance(data, bytes) else data.encode()
+        self.capture.feed(stream, chunk)
+        if self.log_fd >= 0:
+            try:
+                self.log_bytes += os.write(self.log_fd, chunk)
+            except OSError:
+                self.close_log()  # a full disk stops the log, never the command
+        if self.on_data is not None:
+            self.on_data()
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd in (1, 2):
+            self.open_pipes -= 1
+            if self.open_pipes <= 0:
+                self.drained.set()
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+    def close_log(self) -> None:
+        if self.log_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.log_fd)
+            self.log_fd = -1
+
+
+class ShellProcess:
+    """A running shell command. Start it with `await ShellProcess.start(...)`."""
+
+    def __init__(
+        self,
+        transport: asyncio.SubprocessTransport,
+        pipes: _Pipes,
+        *,
+        confined: bool,
+        pipe_inodes: set[int],
+    ) -> None:
+        self._transport = transport
+        self._pipes = pipes
+        self.pid: int = transport.get_pid()
+        """The shell's process id (the host's view)."""
+        self.started = time.monotonic()
+        self.pid_namespace = confined
+        """The command runs in its own PID namespace."""
+        self._pipe_inodes = pipe_inodes
+        self.killed_by: Literal["timeout", "cancel", "stop"] | None = None
+        """Why handrail stopped the command, if it did."""
+        self._finished = False
+
+    @classmethod
+    async def start(
+        cls,
+        command: str,
+        *,
+        cwd: Path | str,
+        env: Mapping[str, str],
+        capture: OutputCapture,
+        confinement: Confinement | None = None,
+        shell: str | None = None,
+        on_data: Callable[[], None] | None = None,
+        log_path: Path | None = None,
+    ) -> ShellProcess:
+        """Start `command`; raises OSError when it cannot be started (e.g. the sandbox fails).
+
+        With `log_path`, every byte of output is also appended there as it arrives (background
+        jobs read their new output from it).
+        """
+        loop = asyncio.get_running_loop()
+        sh = shell or find_shell()
+        argv = confinement.argv(sh, command) if confinement is not None else [sh, "-c", command]
+        log_fd = -1
+        if log_path is not None:
+            log_fd = os.open(
+                log_path,
+                os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW,
+                0o600,
+            )
+        pipes = _Pipes(capture, on_data, log_fd)
+        extra: dict[str, Any] = {}
+        if confinement is not None:
+            extra["preexec_fn"] = confinement.setup
+        try:
+            transport, _ = await loop.subprocess_exec(
+                lambda: pipes,
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=str(cwd),
+                env=dict(env),
+                start_new_session=True,
+                **extra,
+            )
+        except Exception as exc:
+            pipes.close_log()
+            # Popen reports a failing preexec_fn as SubprocessError; say what it was.
+            if isinstance(exc, OSError):
+                raise
+            raise OSError(f"the sandbox could not be set up: {exc}") from exc
+        inodes: set[int] = set()
+        for fd in (1, 2):
+            pipe = transport.get_pipe_transport(fd)
+            obj = pipe.get_extra_info("pipe") if pipe is not None else None
+            if obj is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    inodes.add(os.fstat(obj.fileno()).st_ino)
+        return cls(
+            transport,
+            pipes,
+            confined=confinement is not None and confinement.pid_namespace,
+            pipe_inodes=inodes,
+        )
+
+    @property
+    def returncode(self) -> int | None:
+        """The shell's exit status (negative: killed by that signal), None while it runs."""
+        return self._transport.get_returncode()
+
+    @property
+    def running(self) -> bool:
+        """True until the shell has exited."""
+        return self.returncode is None
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the shell to exit; False when `timeout` seconds passed first."""
+        if timeout is None:
+            await self._pipes.exited.wait()
+            return True
+        try:
+            await asyncio.wait_for(self._pipes.exited.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def _family(self) -> list[int]:
+        if self.pid_namespace:
+            return namespace_members(self.pid)
+        return sorted(set(_descendants(self.pid)) | set(_pipe_holders(self._pipe_inodes)))
+
+    def _signal(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, sig)
+        if self.pid_namespace:
+            signal_namespace(self.pid, sig)
+            return
+        for p in self._family():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(p, sig)
+
+    async def stop(
+        self,
+        reason: Literal["timeout", "cancel", "stop"] = "stop",
+        grace: float = GRACE_SECONDS,
+    ) -> None:
+        """SIGTERM the whole tree, SIGKILL after `grace` seconds, then drain and finish."""
+        if self.killed_by is None and (self.running or self._family()):
+            self.killed_by = reason
+        self._signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        delay = 0.005
+        while time.monotonic() < deadline and (self.running or self._family()):
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        self._signal(signal.SIGKILL)
+        await self.finish()
+
+    async def finish(self) -> None:
+        """After the shell exited: end what it left behind and drain the pipes (≤ 2 s)."""
+        if self._finished:
+            return
+        await self._pipes.exited.wait()
+        # With a PID namespace the kernel already ended the rest when its init exited;
+        # otherwise leftovers (background children) die with the command.
+        # Pipes already closed by everyone: nothing of the command's can be left (the scan of
+        # /proc that finds escaped children costs milliseconds, so skip it when it cannot help).
+        leftovers = not self._pipes.drained.is_set() and self._family()
+        if leftovers:
+            self._signal(signal.SIGKILL)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._pipes.drained.wait(), DRAIN_SECONDS)
+        self._transport.close()
+        self._pipes.close_log()
+        self._finished = True
+
+    @property
+    def log_bytes(self) -> int:
+        """Bytes written to the log file so far."""
+        return self._pipes.log_bytes
+
+    async def aclose(self) -> None:
+        """Stop the command if it still runs (for cleanup paths); never raises."""
+        with contextlib.suppress(Exception):
+            if self.running:
+                await self.stop("stop", grace=0.2)
+            else:
+                await self.finish()
+
+
+def read_log(path: Path, offset: int, max_bytes: int) -> tuple[bytes, int]:
+    """Up to `max_bytes` of a job log from `offset`, and the log's current size."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return b"", 0
+    try:
+        size = os.fstat(fd).st_size
+        if offset >= size:
+            return b"", size
+        return os.pread(fd, min(max_bytes, size - offset), offset), size
+    finally:
+        os.close(fd)
