@@ -609,3 +609,23 @@ def test_suggested_rules_for_a_mode_switch_name_the_target_mode(ws: Path) -> Non
         "exit_plan_mode(accept_edits)",
         "exit_plan_mode",
     )
+
+
+def test_suggested_rules_for_commands_come_from_the_parsed_line(ws: Path) -> None:
+    def suggest(line: str) -> tuple[str, ...]:
+        return suggest_rules("run_shell", [RunCommand(command=line)], [ws])
+
+    assert suggest("npm test -- -x && ls -la") == (
+        "run_shell(npm test:*)",
+        "run_shell(ls:*)",
+        "run_shell",
+    )
+    assert suggest('git commit -m "a && b"') == ("run_shell(git commit:*)", "run_shell")
+    # A prefix rule never covers leading assignments: the command itself is suggested.
+    assert suggest("CI=1 npm test") == ("run_shell(CI=1 npm test)", "run_shell")
+    # Nothing but the bare tool name can cover an opaque line.
+    assert suggest("echo $(whoami) > out.txt") == ("run_shell",)
+    # Every suggestion really covers the call it was made for.
+    for line in ["npm test -- -x && ls -la", "CI=1 npm test", "./run.sh --fast"]:
+        d = shell(Policy(allow=list(suggest(line)[:-1])), ws, line)
+        assert d.behavior == "allow", line

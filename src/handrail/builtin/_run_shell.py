@@ -21,7 +21,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fnmatch
+import functools
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -52,6 +54,7 @@ from ..sandbox import (
     ShellProcess,
     read_log,
     sandbox_support,
+    stat_file,
 )
 from ._i18n import text
 
@@ -113,6 +116,10 @@ CATALOG = {
             "edits, or ask the user to widen the sandbox in the run_shell settings."
         ),
         "net_off": ", and there is no network",
+        "stale": (
+            "Files read earlier in this session that changed while the command ran (read them "
+            "again before editing): {paths}"
+        ),
         "unavailable": (
             "run_shell cannot run this command: no OS sandbox is available on this machine "
             "({reason}), and the configuration does not allow running commands unsandboxed. Use "
@@ -175,6 +182,7 @@ CATALOG = {
             "沙箱;请用文件工具修改文件,或请用户在 run_shell 设置中放宽沙箱。"
         ),
         "net_off": ",并且没有网络",
+        "stale": "本会话之前读过、在命令运行期间被修改的文件(编辑前请重新读取):{paths}",
         "unavailable": (
             "run_shell 无法运行此命令:本机没有可用的操作系统沙箱({reason}),且配置不允许"
             "在沙箱外运行命令。请改用文件工具(read_file、grep_search、list_files、edit_file),"
@@ -314,6 +322,14 @@ async def _close_state(state: _ShellState) -> None:
     shutil.rmtree(state.temp_dir, ignore_errors=True)
 
 
+@functools.lru_cache(maxsize=32)
+def _deny_pattern(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One regex for all the fnmatch patterns (checked against every variable on every call)."""
+    if not patterns:
+        return re.compile(r"(?!)")
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+
+
 def _short(command: str, limit: int = 80) -> str:
     line = " ".join(command.split())
     return f"`{line}`" if len(line) <= limit else f"`{line[: limit - 1]}…`"
@@ -438,11 +454,8 @@ class RunShell(Tool):
         return _Options(self._base, ctx.settings)
 
     def _env(self, opts: _Options, temp_dir: Path) -> dict[str, str]:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not any(fnmatch.fnmatchcase(k, pat) for pat in opts.env_deny)
-        }
+        deny = _deny_pattern(opts.env_deny)
+        env = {k: v for k, v in os.environ.items() if not deny.match(k)}
         env.update(_FIXED_ENV)
         env["TMPDIR"] = str(temp_dir)
         return env
@@ -509,6 +522,7 @@ class RunShell(Tool):
                 last[0] = now
                 ctx.progress("output", lines=capture.recent())
 
+        before = {} if args.run_in_background else _read_files_state(ctx.session)
         try:
             with conf if conf is not None else contextlib.nullcontext():
                 proc = await ShellProcess.start(
@@ -532,7 +546,9 @@ class RunShell(Tool):
         if args.run_in_background:
             assert log is not None
             return self._background(args, ctx, state, job_id, proc, capture, log, mechanism)
-        return await self._foreground(args, ctx, proc, capture, spill, mechanism, unsandboxed_note)
+        return await self._foreground(
+            args, ctx, proc, capture, spill, mechanism, unsandboxed_note, before
+        )
 
     async def _foreground(
         self,
@@ -543,6 +559,7 @@ class RunShell(Tool):
         spill: Path,
         mechanism: str,
         unsandboxed_note: str,
+        before: dict[str, tuple[int, int] | None],
     ) -> ToolResult:
         loc = ctx.locale
         try:
@@ -571,13 +588,18 @@ class RunShell(Tool):
         output_file = stats.get("spill_path")
         if output_file:
             meta["output_file"] = output_file
+        stale = _changed_while_running(before)
+        if stale:
+            meta["changed_files"] = stale
         parts: list[str] = []
         if unsandboxed_note:
             parts.append(unsandboxed_note)
         short = _short(args.command)
+        tail = [text(loc, CATALOG, "stale", paths=", ".join(stale))] if stale else []
         if not exited:
             parts.append(text(loc, CATALOG, "timeout", secs=args.timeout_seconds, max=MAX_TIMEOUT))
             parts.append(output or text(loc, CATALOG, "no_output"))
+            parts += tail
             return ToolResult.failure(
                 ErrorCode.TIMEOUT,
                 "\n".join(parts),
@@ -589,6 +611,7 @@ class RunShell(Tool):
         assert code is not None
         if code == 0:
             parts.append(output or text(loc, CATALOG, "no_output"))
+            parts += tail
             return ToolResult.success(
                 "\n".join(parts),
                 summary=text(loc, CATALOG, "summary_ok", command=short, secs=duration),
@@ -609,6 +632,7 @@ class RunShell(Tool):
             roots = ", ".join(str(r) for r in ctx.write_roots)
             net = "" if self._options(ctx).network else text(loc, CATALOG, "net_off")
             parts.append(text(loc, CATALOG, "sandbox_hint", roots=roots, net=net))
+        parts += tail
         return ToolResult.failure(
             ErrorCode.NONZERO_EXIT,
             "\n".join(parts),
@@ -660,6 +684,41 @@ class RunShell(Tool):
                 "timeout_seconds": args.timeout_seconds,
             },
         )
+
+
+_STALE_CHECK_LIMIT = 2_000
+"""Most files read earlier that are checked for changes after a command (one stat each)."""
+
+
+def _read_files_state(session: Session) -> dict[str, tuple[int, int] | None]:
+    """(mtime, size) now of the files the session read (None: gone), to compare after a command."""
+    state: dict[str, tuple[int, int] | None] = {}
+    for i, path in enumerate(session.files):
+        if i >= _STALE_CHECK_LIMIT:
+            break
+        try:
+            st = stat_file(path)
+        except ToolFailure:
+            continue
+        state[path] = None if st is None else (st.st_mtime_ns, st.st_size)
+    return state
+
+
+def _changed_while_running(before: dict[str, tuple[int, int] | None]) -> list[str]:
+    """The files of `before` whose (mtime, size) differs now.
+
+    The command (or something running at the same time) changed them, so what the session read
+    of them is stale.
+    """
+    changed: list[str] = []
+    for path, old in before.items():
+        try:
+            st = stat_file(path)
+        except ToolFailure:
+            continue
+        if (None if st is None else (st.st_mtime_ns, st.st_size)) != old:
+            changed.append(path)
+    return changed
 
 
 def _looks_sandboxed(output: str) -> bool:

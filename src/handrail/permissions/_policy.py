@@ -42,6 +42,7 @@ from .._contract import (
     WritePath,
 )
 from ._rules import Rule, parse_rule, rule_matches_request, simple_commands
+from ._shell import parse_command
 
 __all__ = ["Decision", "Policy", "is_within"]
 
@@ -327,10 +328,7 @@ def suggest_rules(
     out: list[str] = []
     for q in requests:
         if isinstance(q, RunCommand):
-            for cmd in simple_commands(q)[0]:
-                words = _split(cmd)
-                if words:
-                    out.append(f"{tool}({' '.join(words[:2])}:*)")
+            out.extend(f"{tool}({spec})" for spec in _command_specs(q))
         elif isinstance(q, ReadPath | WritePath):
             rel = next((p for p in (_rel_parts(q.path, roots),) if p is not None), None)
             out.append(f"{tool}({'/'.join(rel) if rel else q.path})")
@@ -346,6 +344,34 @@ def suggest_rules(
         if r not in seen:
             seen.append(r)
     return tuple(seen)
+
+
+def _command_specs(q: RunCommand) -> list[str]:
+    """Rule specifiers that would cover this command line, one per simple command.
+
+    `npm test -- -x` gives `npm test:*` (program and subcommand), `ls -la` gives `ls:*`; a command
+    with leading assignments gives itself exactly (a prefix rule never covers those). An opaque
+    line gets none: no rule but the bare tool name can cover it.
+    """
+    if q.commands:
+        texts = list(q.commands)
+        words = [_split(t) for t in texts]
+    else:
+        parsed = parse_command(q.command)
+        if parsed.opaque:
+            return []
+        texts, words = list(parsed.commands), [list(w) for w in parsed.words]
+    specs: list[str] = []
+    for text, argv in zip(texts, words, strict=False):
+        if not argv:
+            continue
+        if not text.startswith(argv[0]):  # leading assignments
+            specs.append(text)
+            continue
+        sub = argv[1] if len(argv) > 1 else ""
+        is_sub = bool(sub) and sub[0] not in "-./~$'\"" and "/" not in sub and "=" not in sub
+        specs.append(f"{argv[0]} {sub}:*" if is_sub else f"{argv[0]}:*")
+    return specs
 
 
 def _split(cmd: str) -> list[str]:

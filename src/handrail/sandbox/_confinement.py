@@ -25,7 +25,6 @@ import ctypes
 import fcntl
 import os
 import shutil
-import signal
 import socket
 import struct
 import subprocess
@@ -442,20 +441,34 @@ def _shared_netns(support: SandboxSupport) -> int:
     return _netns_fd
 
 
-def namespace_members(pid: int) -> list[int]:
-    """Host PIDs of the processes in the PID namespace that `pid` created for its children."""
+def open_namespace(pid: int) -> int:
+    """An fd for the PID namespace `pid` made for its children, or -1 when it made none.
+
+    Holding the fd keeps the namespace's identity (its inode) from being reused, so its members
+    can still be found after `pid` itself has exited.
+    """
     try:
-        target = os.stat(f"/proc/{pid}/ns/pid_for_children").st_ino
-        mine = os.stat("/proc/self/ns/pid").st_ino
+        fd = os.open(f"/proc/{pid}/ns/pid_for_children", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
-        return []
-    if target == mine:
-        return []
-    out: list[int] = []
+        return -1
     try:
+        if os.fstat(fd).st_ino == os.stat("/proc/self/ns/pid").st_ino:
+            os.close(fd)
+            return -1
+    except OSError:
+        os.close(fd)
+        return -1
+    return fd
+
+
+def members_of(ns_fd: int) -> list[int]:
+    """Host PIDs of the live processes in the PID namespace held by `ns_fd`."""
+    try:
+        target = os.fstat(ns_fd).st_ino
         entries = os.listdir("/proc")
     except OSError:
         return []
+    out: list[int] = []
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -467,10 +480,12 @@ def namespace_members(pid: int) -> list[int]:
     return out
 
 
-def signal_namespace(pid: int, sig: signal.Signals) -> int:
-    """Send `sig` to every process in `pid`'s child PID namespace; returns how many."""
-    members = namespace_members(pid)
-    for member in members:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(member, sig)
-    return len(members)
+def namespace_members(pid: int) -> list[int]:
+    """Host PIDs of the processes in the PID namespace that `pid` created for its children."""
+    fd = open_namespace(pid)
+    if fd < 0:
+        return []
+    try:
+        return members_of(fd)
+    finally:
+        os.close(fd)

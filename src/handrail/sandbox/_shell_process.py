@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._confinement import Confinement, namespace_members, signal_namespace
+from ._confinement import Confinement, members_of, open_namespace
 from ._process import _descendants, _pipe_holders  # pyright: ignore[reportPrivateUsage]
 
 if TYPE_CHECKING:
@@ -95,7 +95,8 @@ class ShellProcess:
         self.pid: int = transport.get_pid()
         """The shell's process id (the host's view)."""
         self.started = time.monotonic()
-        self.pid_namespace = confined
+        self._ns = open_namespace(self.pid) if confined else -1
+        self.pid_namespace = self._ns >= 0
         """The command runs in its own PID namespace."""
         self._pipe_inodes = pipe_inodes
         self.killed_by: Literal["timeout", "cancel", "stop"] | None = None
@@ -134,8 +135,8 @@ class ShellProcess:
         extra: dict[str, Any] = {}
         if confinement is not None:
             extra["preexec_fn"] = confinement.setup
-        try:
-            transport, _ = await loop.subprocess_exec(
+        spawn = asyncio.ensure_future(
+            loop.subprocess_exec(
                 lambda: pipes,
                 *argv,
                 stdin=asyncio.subprocess.DEVNULL,
@@ -146,6 +147,14 @@ class ShellProcess:
                 start_new_session=True,
                 **extra,
             )
+        )
+        try:
+            # Shielded: cancelled half-way, asyncio would kill only the shell it started and
+            # leave the rest of the tree running; finish starting, then stop the whole tree.
+            transport, _ = await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            await asyncio.shield(cls._abandon(spawn, confinement))
+            raise
         except Exception as exc:
             pipes.close_log()
             # Popen reports a failing preexec_fn as SubprocessError; say what it was.
@@ -165,6 +174,26 @@ class ShellProcess:
             confined=confinement is not None and confinement.pid_namespace,
             pipe_inodes=inodes,
         )
+
+    @classmethod
+    async def _abandon(
+        cls,
+        spawn: asyncio.Future[tuple[asyncio.SubprocessTransport, Any]],
+        conf: Confinement | None,
+    ) -> None:
+        """A start cancelled half-way: wait for the process, then stop its whole tree."""
+        try:
+            transport, pipes = await spawn
+        except Exception:
+            return  # it never started
+        assert isinstance(pipes, _Pipes)
+        proc = cls(
+            transport,
+            pipes,
+            confined=conf is not None and conf.pid_namespace,
+            pipe_inodes=set(),
+        )
+        await proc.aclose()
 
     @property
     def returncode(self) -> int | None:
@@ -188,16 +217,13 @@ class ShellProcess:
         return True
 
     def _family(self) -> list[int]:
-        if self.pid_namespace:
-            return namespace_members(self.pid)
+        if self._ns >= 0:
+            return members_of(self._ns)
         return sorted(set(_descendants(self.pid)) | set(_pipe_holders(self._pipe_inodes)))
 
     def _signal(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
-        if self.pid_namespace:
-            signal_namespace(self.pid, sig)
-            return
         for p in self._family():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(p, sig)
@@ -235,6 +261,9 @@ class ShellProcess:
             await asyncio.wait_for(self._pipes.drained.wait(), DRAIN_SECONDS)
         self._transport.close()
         self._pipes.close_log()
+        if self._ns >= 0:
+            os.close(self._ns)
+            self._ns = -1
         self._finished = True
 
     @property
