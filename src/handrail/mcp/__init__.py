@@ -1,0 +1,1 @@
+"""MCP server and client (placeholder: being written)."""

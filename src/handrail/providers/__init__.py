@@ -1,0 +1,1 @@
+"""Provider wire formats (placeholder: being written)."""
