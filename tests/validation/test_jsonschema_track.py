@@ -262,3 +262,39 @@ def test_invalid_schema_is_a_configuration_error_at_definition_time(bad: dict[st
         JsonSchemaArgs(bad)
     with pytest.raises(ConfigurationError):
         Tool.from_json_schema("broken", "A broken tool.", bad, lambda args: args)
+
+
+def test_a_remote_ref_is_never_fetched() -> None:
+    # A schema from an MCP server must not make handrail send requests: `$ref` to a URL is
+    # refused when the tool is built, and the (loopback) server sees nothing.
+    import http.server
+    import threading
+
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            body = b'{"type": "integer"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/schema+json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/n.json"
+        schema = {"type": "object", "properties": {"n": {"$ref": url}}}
+        with pytest.raises(ConfigurationError, match="invalid JSON Schema"):
+            JsonSchemaArgs(schema)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+    assert hits == []

@@ -39,7 +39,9 @@ class JsonSchemaArgs:
         try:
             if cls is None:
                 cls = jsonschema_rs.Draft202012Validator
-            self._validator: Any = cls(self.schema, validate_formats=True)
+            # offline: a `$ref` to a URL is never fetched. The schema can come from an MCP server,
+            # and resolving its references must not make handrail send requests anywhere.
+            self._validator: Any = cls(self.schema, validate_formats=True, offline=True)
         except (jsonschema_rs.ValidationError, ValueError) as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ConfigurationError(f"invalid JSON Schema for tool parameters: {first}") from exc
