@@ -629,3 +629,12 @@ def test_suggested_rules_for_commands_come_from_the_parsed_line(ws: Path) -> Non
     for line in ["npm test -- -x && ls -la", "CI=1 npm test", "./run.sh --fast"]:
         d = shell(Policy(allow=list(suggest(line)[:-1])), ws, line)
         assert d.behavior == "allow", line
+
+
+def test_suggested_rules_keep_only_real_subcommands(ws: Path) -> None:
+    def first(line: str) -> str:
+        return suggest_rules("run_shell", [RunCommand(command=line)], [ws])[0]
+
+    assert first("touch x.txt") == "run_shell(touch:*)"
+    assert first("cargo build --release") == "run_shell(cargo build:*)"
+    assert first("git -C sub status") == "run_shell(git:*)"

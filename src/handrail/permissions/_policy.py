@@ -18,11 +18,13 @@ Order of evaluation, first decisive step wins:
    write roots; everything else asks (dont_ask: denied).
 
 A rule's specifier matches a mode switch by the target mode's name: `exit_plan_mode(default)`.
+A rule `mcp__<server>` names every tool of that MCP server (`mcp__<server>__<tool>`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -117,7 +119,7 @@ class Policy:
         cached = self._cache.get(names)
         if cached is None:
             cached = tuple(
-                tuple(r for r in rules if r.tool in names)
+                tuple(r for r in rules if r.tool in names or _names_server(r.tool, names))
                 for rules in (self.deny, self.ask, self.allow)
             )
             self._cache[names] = cached
@@ -193,7 +195,10 @@ class Policy:
                 )
         if mode is PermissionMode.BYPASS:
             return ALLOW
-        allow_rules = [*allow, *(r for r in session_allow if r.tool in names)]
+        allow_rules = [
+            *allow,
+            *(r for r in session_allow if r.tool in names or _names_server(r.tool, names)),
+        ]
         covered = _covered(allow_rules, requests, roots)
         if covered is not None:
             return Decision(
@@ -274,6 +279,15 @@ class Policy:
         return None
 
 
+def _names_server(rule_tool: str, names: tuple[str, ...]) -> bool:
+    """Does `mcp__<server>` (no `__` after the prefix) name one of these MCP tools?"""
+    return (
+        rule_tool.startswith("mcp__")
+        and "__" not in rule_tool[5:]
+        and any(n.startswith(rule_tool + "__") for n in names)
+    )
+
+
 def _is_plan_file(q: WritePath, write_roots: Sequence[Path]) -> bool:
     rel = _rel_parts(q.path, write_roots)
     return rel is not None and len(rel) > 2 and rel[:2] == PLAN_DIR
@@ -346,6 +360,15 @@ def suggest_rules(
     return tuple(seen)
 
 
+# Programs whose second word is a subcommand worth keeping in a suggested rule (`npm test:*`,
+# `git status:*`); for anything else the second word is an operand (`touch x.txt` -> `touch:*`).
+_SUBCOMMAND_PROGRAMS = frozenset(
+    "apt bun cargo composer deno docker dotnet gh git go gradle helm just kubectl make mvn npm "
+    "npx pip pip3 pnpm poetry rustup swift terraform uv yarn".split()
+)
+_SUBCOMMAND = re.compile(r"[A-Za-z][A-Za-z0-9_:-]*")
+
+
 def _command_specs(q: RunCommand) -> list[str]:
     """Rule specifiers that would cover this command line, one per simple command.
 
@@ -369,7 +392,7 @@ def _command_specs(q: RunCommand) -> list[str]:
             specs.append(text)
             continue
         sub = argv[1] if len(argv) > 1 else ""
-        is_sub = bool(sub) and sub[0] not in "-./~$'\"" and "/" not in sub and "=" not in sub
+        is_sub = argv[0] in _SUBCOMMAND_PROGRAMS and _SUBCOMMAND.fullmatch(sub) is not None
         specs.append(f"{argv[0]} {sub}:*" if is_sub else f"{argv[0]}:*")
     return specs
 

@@ -1,0 +1,64 @@
+"""Model-facing text of the MCP client, in English and Chinese (the call's `ctx.locale`)."""
+
+from __future__ import annotations
+
+CATALOG: dict[str, dict[str, str]] = {
+    "en": {
+        "stopped": (
+            "MCP server `{server}` stopped: {detail}; it will be restarted on the next call. "
+            "Call `{tool}` again if you still need it."
+        ),
+        "connection_closed": "the connection closed during the call",
+        "stderr": "its last error output was: {text}",
+        "and": "; ",
+        "start_failed": (
+            "MCP server `{server}` could not be started: {detail}. Its tools cannot run right "
+            "now; tell the user, or try again later."
+        ),
+        "refused": "MCP server `{server}` refused the call to `{tool}`: {detail}.",
+        "bad_result": (
+            "MCP server `{server}` answered the call to `{tool}` with a result that is not valid "
+            "MCP: {detail}."
+        ),
+        "no_details": "`{tool}` reported an error without details.",
+        "image": "[image: {mime}, {size}]",
+        "audio": "[audio: {mime}, {size}]",
+        "link": "[resource link: {name} <{uri}>]",
+        "resource_text": "[resource: {uri} ({mime}), {chars} characters]",
+        "resource_blob": "[resource: {uri} ({mime}), {size}]",
+        "bytes": "{n} bytes",
+        "step": "{progress:g} of {total:g}",
+        "step_open": "{progress:g}",
+    },
+    "zh": {
+        "stopped": (
+            "MCP 服务器 `{server}` 已停止：{detail}；下次调用时会重新启动。"
+            "如果仍然需要，请再次调用 `{tool}`。"
+        ),
+        "connection_closed": "调用过程中连接已关闭",
+        "stderr": "它最后的错误输出是：{text}",
+        "and": "；",
+        "start_failed": (
+            "MCP 服务器 `{server}` 无法启动：{detail}。它的工具暂时无法运行；"
+            "请告知用户，或稍后再试。"
+        ),
+        "refused": "MCP 服务器 `{server}` 拒绝了对 `{tool}` 的调用：{detail}。",
+        "bad_result": "MCP 服务器 `{server}` 对 `{tool}` 的调用返回了无效的 MCP 结果：{detail}。",
+        "no_details": "`{tool}` 报告了错误，但没有给出详情。",
+        "image": "[图片：{mime}，{size}]",
+        "audio": "[音频：{mime}，{size}]",
+        "link": "[资源链接：{name} <{uri}>]",
+        "resource_text": "[资源：{uri}（{mime}），{chars} 个字符]",
+        "resource_blob": "[资源：{uri}（{mime}），{size}]",
+        "bytes": "{n} 字节",
+        "step": "{progress:g} / {total:g}",
+        "step_open": "{progress:g}",
+    },
+}
+
+
+def say(locale: str, key: str, /, **values: object) -> str:
+    """Render `key` in `locale` (English when the locale or the key is missing)."""
+    table = CATALOG.get(locale) or CATALOG["en"]
+    template = table.get(key) or CATALOG["en"][key]
+    return template.format(**values)

@@ -1,0 +1,111 @@
+"""`serve`: a registry as an MCP server, over stdio or streamable HTTP (`handrail serve`).
+
+Nothing here imports the MCP SDK: it is loaded inside `serve`, so `import handrail.mcp` stays
+cheap for commands that never start a server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+from .. import ConfigurationError, PermissionMode, Registry, Runtime
+
+__all__ = ["serve"]
+
+_SDK_MODULES = frozenset({"mcp", "mcp_types", "uvicorn", "starlette", "sse_starlette"})
+
+
+async def serve(
+    registry: Registry | None = None,
+    *,
+    root: str | Path | None = None,
+    http: tuple[str, int] | None = None,
+    mode: str = "accept_edits",
+    allow: Sequence[str] = (),
+    deny: Sequence[str] = (),
+    ask: Sequence[str] = (),
+    load_settings: bool = True,
+    ready: Callable[[str], None] | None = None,
+    ask_fallback: Literal["deny", "allow"] = "deny",
+) -> None:
+    """Serve a registry's tools to MCP clients until stopped.
+
+    Every call goes through the whole handrail pipeline (validation, permissions, sandbox).
+    Each MCP session gets its own handrail `Session`: files read, approvals and background
+    jobs belong to one client and end with its session. A call that needs approval is put to
+    the client's user as an elicitation request when the client supports them; otherwise
+    `ask_fallback` decides.
+
+    ```python
+    import asyncio
+    from handrail.mcp import serve
+
+    asyncio.run(serve(root="path/to/project"))                             # stdio
+    asyncio.run(serve(root="path/to/project", http=("127.0.0.1", 8765)))   # streamable HTTP
+    ```
+
+    Args:
+        registry: The tools to serve. Default: the built-in coding tools for `root`.
+        root: The workspace: calls may read and write only inside it. Default: the current
+            directory.
+        http: `(host, port)` to serve streamable HTTP at `http://host:port/mcp` (port 0 picks
+            a free port); None serves one client over stdin/stdout.
+        mode: Permission mode of every session. The default, `accept_edits`, runs reads and
+            file edits inside the root, refuses anything outside it, and asks before other
+            changes (a shell command that is not read-only, a fetch) unless a rule allows them.
+        allow: Allow rules, e.g. `run_shell(pytest:*)`.
+        deny: Deny rules.
+        ask: Ask rules.
+        load_settings: Also read `~/.config/handrail/settings.json` and
+            `<root>/.handrail/settings.json`.
+        ready: Called once, with the URL (or `"stdio"`), when the server is listening.
+        ask_fallback: When a call asks and the client cannot answer an elicitation: `deny`
+            (the model is told which allow rule would let it run) or `allow`.
+
+    Raises:
+        ConfigurationError: A bad root, mode, rule, address or fallback.
+        ImportError: The MCP SDK is not installed (`pip install "handrail[mcp]"`).
+    """
+    if ask_fallback not in ("deny", "allow"):
+        raise ConfigurationError(f"ask_fallback must be 'deny' or 'allow', not {ask_fallback!r}")
+    try:
+        chosen = PermissionMode(mode)
+    except ValueError:
+        modes = ", ".join(m.value for m in PermissionMode)
+        raise ConfigurationError(f"unknown mode {mode!r}; use one of: {modes}") from None
+    if http is not None:
+        host, port = http
+        if not host or not 0 <= port <= 65535:
+            raise ConfigurationError(f"http must be (host, port 0-65535), not {http!r}")
+    workspace = Path(root) if root is not None else Path.cwd()
+    if not workspace.is_dir():
+        raise ConfigurationError(f"root {str(workspace)!r} is not a directory")
+    if registry is None:
+        from ..builtin import coding_tools
+
+        registry = Registry(coding_tools(project_dir=workspace))
+    runtime = Runtime(
+        registry,
+        root=workspace,
+        mode=chosen,
+        allow=allow,
+        deny=deny,
+        ask=ask,
+        load_settings=load_settings,
+    )
+    try:
+        from . import _server_app as app_module
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] not in _SDK_MODULES:
+            raise
+        raise ImportError('handrail serve needs the MCP SDK: pip install "handrail[mcp]"') from exc
+    app = app_module.McpApp(runtime, ask_fallback=ask_fallback)
+    try:
+        if http is None:
+            await app_module.run_stdio(app, ready)
+        else:
+            await app_module.run_http(app, http[0], http[1], ready)
+    finally:
+        await app.aclose()

@@ -1,0 +1,388 @@
+"""The MCP server behind `handrail serve`, on the official SDK's low-level `Server`.
+
+Imported only when a server starts (the SDK costs most of a second to import). Every call goes
+through `Runtime.call`; this module adds what MCP needs around it:
+
+- one handrail `Session` per MCP session (the SDK's per-client `Connection`), closed with it,
+  so read-before-edit state and background jobs never leak between clients;
+- an "ask" decision becomes an elicitation request when the client can answer one, else the
+  configured fallback (deny with a clear reason by default);
+- a client's `notifications/cancelled` becomes `Runtime.cancel`, and the request waits until the
+  call has really stopped (its processes gone) before it is dropped;
+- progress events go out as `notifications/progress` when the request carried a token.
+
+The server speaks the session-based MCP versions (2024-11-05 to 2025-11-25). The stateless
+2026-07-28 era has no session to hold read-before-edit state and no way to ask the user
+mid-call, so its requests are refused with UNSUPPORTED_PROTOCOL_VERSION naming the versions
+served; the SDK's own client then falls back to the handshake by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal, cast
+
+import anyio
+import mcp_types as types
+import uvicorn
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.connection import Connection
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.runner import serve_loop
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+from .. import Approval, Interrupted, ProgressEvent, Runtime, Session, Tool, ToolResult
+from .._version import __version__
+from ._server_wire import (
+    approval_message,
+    call_result,
+    fallback_reason,
+    progress_text,
+    say,
+    tool_entry,
+)
+
+logger = logging.getLogger("handrail.mcp")
+
+AskFallback = Literal["deny", "allow"]
+Ctx = ServerRequestContext[Any, Any]
+
+_SESSION_KEY = "handrail.session"
+_PROGRESS_BUFFER = 64
+"""Progress events queued per call before new ones are dropped (progress is advisory)."""
+_CANCEL_POLL = 0.01
+"""Seconds between attempts to cancel a call that has not reached its run stage yet."""
+_EMPTY_FORM: dict[str, Any] = {"type": "object", "properties": {}}
+"""An approval asks a yes/no question: the client's accept / decline is the whole answer."""
+
+
+class _Server(Server[Any]):
+    """The SDK server, advertising `tools.listChanged` on every transport.
+
+    The HTTP session manager builds its initialize answer from `create_initialization_options()`
+    with no arguments, so the default has to say it.
+    """
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+async def _handshake_only(ctx: Ctx, call_next: CallNext) -> HandlerResult:
+    """Refuse 2026-07-28 (stateless) requests, naming the session-based versions served."""
+    if ctx.request_id is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        raise MCPError(
+            code=types.UNSUPPORTED_PROTOCOL_VERSION,
+            message=(
+                "handrail serve keeps per-session state (files read, approvals), so it speaks "
+                "the session-based MCP versions; connect with the initialize handshake"
+            ),
+            data={
+                "supported": list(HANDSHAKE_PROTOCOL_VERSIONS),
+                "requested": ctx.protocol_version,
+            },
+        )
+    return await call_next(ctx)
+
+
+def _connection(ctx: Ctx) -> Connection:
+    # SDK 2.3 gives request handlers no public path to the per-client Connection (its richer
+    # `Context.connection` is not built by the runner yet); the session proxy holds it.
+    return ctx.session._connection  # pyright: ignore[reportPrivateUsage]
+
+
+def _progress_token(params: Mapping[str, Any] | None) -> object:
+    meta: object = (params or {}).get("_meta")
+    if not isinstance(meta, Mapping):
+        return None
+    return cast(Mapping[str, object], meta).get("progressToken")
+
+
+def _offer(send: MemoryObjectSendStream[ProgressEvent], event: ProgressEvent) -> None:
+    try:
+        send.send_nowait(event)
+    except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass  # a full queue or a finished call: progress is advisory
+
+
+class McpApp:
+    """Serves one `Runtime` to any number of MCP sessions.
+
+    Args:
+        runtime: The runtime every call goes through; its default session is a template (mode)
+            for the per-client sessions.
+        ask_fallback: What an "ask" decision becomes when the client cannot answer an
+            elicitation: `deny` (with a reason naming the allow rule to add) or `allow`.
+    """
+
+    def __init__(self, runtime: Runtime, *, ask_fallback: AskFallback = "deny") -> None:
+        self.rt = runtime
+        self.ask_fallback = ask_fallback
+        self.sessions: dict[int, Session] = {}
+        """Open sessions, by `id()` (a Session is a mutable, unhashable dataclass)."""
+        self._entries: dict[int, tuple[Tool, dict[str, Any]]] = {}
+        self._sinks: dict[
+            str, tuple[asyncio.AbstractEventLoop, MemoryObjectSendStream[ProgressEvent]]
+        ] = {}
+        self._ids = itertools.count(1)
+        notes = runtime.usage_notes(provider="mcp")
+        self.server = _Server(
+            "handrail",
+            version=__version__,
+            title="handrail",
+            description="Coding tools with validation, permissions and an OS sandbox.",
+            instructions=notes or None,
+        )
+        self.server.add_request_handler("tools/list", types.PaginatedRequestParams, self.list_tools)
+        self.server.add_request_handler("tools/call", types.CallToolRequestParams, self.call_tool)
+        self.server.middleware.append(_handshake_only)
+        runtime.on_progress = self._on_progress
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    def session(self, ctx: Ctx) -> Session:
+        """The handrail session of the request's MCP session, created on its first request."""
+        conn = _connection(ctx)
+        state: dict[str, Any] = conn.state
+        found = state.get(_SESSION_KEY)
+        if isinstance(found, Session):
+            return found
+        session = Session(mode=self.rt.session.mode)
+        state[_SESSION_KEY] = session
+        self.sessions[id(session)] = session
+
+        async def close() -> None:
+            self.sessions.pop(id(session), None)
+            await session.aclose()
+
+        # Unwound when the MCP session ends (stdio EOF, HTTP DELETE, idle timeout, shutdown).
+        conn.exit_stack.push_async_callback(close)
+        return session
+
+    async def aclose(self) -> None:
+        """End every session still open (the server is stopping)."""
+        while self.sessions:
+            _, session = self.sessions.popitem()
+            await session.aclose()
+        await self.rt.aclose()
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    async def list_tools(self, ctx: Ctx, params: types.PaginatedRequestParams) -> HandlerResult:
+        """`tools/list`: the tools this session sees now, in the registry's stable order."""
+        session = self.session(ctx)
+        return {"tools": [self._entry(t) for t in self.rt.tools(provider="mcp", session=session)]}
+
+    def _entry(self, tool: Tool) -> dict[str, Any]:
+        cached = self._entries.get(id(tool))
+        if cached is None or cached[0] is not tool:  # an id can be reused after a registry change
+            cached = self._entries[id(tool)] = (tool, tool_entry(tool))
+        return cached[1]
+
+    async def call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> HandlerResult:
+        """`tools/call`: one call through the whole pipeline; every outcome is a result."""
+        session = self.session(ctx)
+        before = (session.mode, len(session.activated))
+        result = await self._call(ctx, session, params.name, params.arguments or {})
+        if (session.mode, len(session.activated)) != before:
+            # Plan mode or tool_search changed what this session sees.
+            await _connection(ctx).send_tool_list_changed()
+        return call_result(result)
+
+    # -- one call ----------------------------------------------------------------------------
+
+    async def _call(
+        self, ctx: Ctx, session: Session, name: str, arguments: Mapping[str, Any]
+    ) -> ToolResult:
+        call_id = f"mcp-{next(self._ids)}"
+        if _progress_token(ctx.params) is None:
+            return await self._call_and_approve(ctx, session, name, arguments, call_id)
+        send, receive = anyio.create_memory_object_stream[ProgressEvent](_PROGRESS_BUFFER)
+        self._sinks[call_id] = (asyncio.get_running_loop(), send)
+        result: ToolResult | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._forward, ctx, receive)
+            try:
+                result = await self._call_and_approve(ctx, session, name, arguments, call_id)
+            finally:
+                self._sinks.pop(call_id, None)
+                send.close()  # the forwarder sends what is queued, then ends
+        assert result is not None
+        return result
+
+    async def _call_and_approve(
+        self, ctx: Ctx, session: Session, name: str, arguments: Mapping[str, Any], call_id: str
+    ) -> ToolResult:
+        rt = self.rt
+        result = await self._until_stopped(
+            call_id, lambda: rt.call(name, arguments, call_id=call_id, session=session)
+        )
+        if isinstance(result, Interrupted) and result.approval is not None:
+            waiting = result
+            answer = await self._approve(ctx, waiting)
+            result = await self._until_stopped(call_id, lambda: rt.resume(waiting, answer))
+        return result
+
+    async def _until_stopped(
+        self, call_id: str, start: Callable[[], Awaitable[ToolResult]]
+    ) -> ToolResult:
+        """Run a call shielded from the request's cancel scope; a cancel becomes `rt.cancel`.
+
+        Cancelling the request's scope directly would abandon the tool half-way (its cleanup
+        cut short by the next checkpoint); `Runtime.cancel` stops it the way the runtime stops
+        any call, and we wait for that, so the tool's processes are gone when the request ends.
+        """
+        finished = False
+        reason = say(self.rt.locale, "cancelled")
+
+        async def watch() -> None:
+            try:
+                await anyio.sleep_forever()
+            finally:
+                if not finished:
+                    with anyio.CancelScope(shield=True):
+                        # Before its run stage a call cannot be cancelled yet: try until it
+                        # reaches it or ends (a refusal, a validation error). No event marks
+                        # that moment, hence the poll.
+                        while not finished and not self.rt.cancel(call_id, reason):  # noqa: ASYNC110
+                            await anyio.sleep(_CANCEL_POLL)
+
+        result: ToolResult | None = None
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            try:
+                with anyio.CancelScope(shield=True):
+                    result = await start()
+            finally:
+                finished = True  # also when start() raised, so the watcher stops trying
+                tg.cancel_scope.cancel()
+        assert result is not None
+        return result
+
+    async def _approve(self, ctx: Ctx, waiting: Interrupted) -> Approval:
+        """Ask the client's user (elicitation), or apply the fallback; never leaves it pending."""
+        request = waiting.approval
+        assert request is not None
+        loc = self.rt.locale
+        try:
+            if not self._can_elicit(ctx):
+                if self.ask_fallback == "allow":
+                    return Approval.allow_once()
+                return Approval.deny(fallback_reason(request, loc))
+            try:
+                answer = await ctx.session.elicit_form(
+                    approval_message(request, loc),
+                    _EMPTY_FORM,
+                    related_request_id=ctx.request_id,
+                )
+            except Exception as exc:  # the client answered with an error, or went away
+                logger.warning("elicitation for %s failed: %s", request.tool_name, exc)
+                detail = str(exc) or type(exc).__name__
+                return Approval.deny(say(loc, "ask_failed", name=request.tool_name, detail=detail))
+        except BaseException:
+            # Cancelled while the user was being asked: release the pending call.
+            with anyio.CancelScope(shield=True):
+                await self.rt.resume(waiting, Approval.deny(say(loc, "cancelled")))
+            raise
+        if answer.action == "accept":
+            return Approval.allow_once()
+        key = "declined" if answer.action == "decline" else "dismissed"
+        return Approval.deny(say(loc, key, name=request.tool_name))
+
+    @staticmethod
+    def _can_elicit(ctx: Ctx) -> bool:
+        caps = ctx.session.client_capabilities
+        if caps is None or caps.elicitation is None or not ctx.session.can_send_request:
+            return False
+        # 2025-06-18 clients declare `elicitation: {}`, which means form mode.
+        return caps.elicitation.form is not None or caps.elicitation.url is None
+
+    # -- progress ----------------------------------------------------------------------------
+
+    def _on_progress(self, event: ProgressEvent) -> None:
+        sink = self._sinks.get(event.call_id)
+        if sink is None:
+            return
+        loop, send = sink
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            _offer(send, event)
+        else:  # a sync tool reporting from its worker thread
+            loop.call_soon_threadsafe(_offer, send, event)
+
+    async def _forward(self, ctx: Ctx, receive: MemoryObjectReceiveStream[ProgressEvent]) -> None:
+        sent = 0
+        async with receive:
+            async for event in receive:
+                sent += 1
+                try:
+                    await ctx.session.report_progress(sent, None, progress_text(event))
+                except Exception as exc:  # the client went away: stop forwarding
+                    logger.debug("progress not delivered: %s", exc)
+                    return
+
+
+async def run_stdio(app: McpApp, ready: Callable[[str], None] | None) -> None:
+    """Serve one client over stdin/stdout until it closes stdin."""
+    server = app.server
+    async with stdio_server() as (read_stream, write_stream):
+        async with server.lifespan(server) as state:
+            if ready is not None:
+                ready("stdio")
+            # serve_loop, not Server.run: the dual-era loop would lock onto the stateless era
+            # when a client opens with a `server/discover` probe.
+            await serve_loop(
+                server,
+                read_stream,
+                write_stream,
+                lifespan_state=state,
+                init_options=server.create_initialization_options(),
+            )
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn that reports its real address (port 0 picks a free one) once listening."""
+
+    def __init__(self, config: uvicorn.Config, ready: Callable[[str], None] | None) -> None:
+        super().__init__(config)
+        self._ready = ready
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets=sockets)
+        if self._ready is None or not self.started:
+            return
+        host, port = self.servers[0].sockets[0].getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        self._ready(f"http://{shown}:{port}/mcp")
+
+
+async def run_http(app: McpApp, host: str, port: int, ready: Callable[[str], None] | None) -> None:
+    """Serve streamable HTTP on host:port (`/mcp`) until the process is stopped."""
+    asgi = app.server.streamable_http_app(host=host)
+    config = uvicorn.Config(
+        asgi,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )
+    await _Uvicorn(config, ready).serve()
