@@ -1,7 +1,13 @@
-"""The `handrail` command.
+"""The `handrail` command: tools, call, serve, and a demo.
 
-For now `handrail demo` shows the runtime at work, with no model and no API key. The full CLI
-(tools, call, serve) comes with the provider and MCP layers.
+`handrail demo` shows the runtime at work with no model and no API key; `handrail tools` lists
+the tools a model would see; `handrail call` makes one call through the whole pipeline;
+`handrail serve` is the MCP server. The subcommands live in `_cli_*.py`; what is slow to
+import (rich, the MCP SDK) is imported only inside the command that needs it, so `handrail
+--help` stays quick and only `serve` (or a configured MCP server) loads the MCP SDK.
+
+Exit status: 0 ok, 1 a failed call (or an unexpected error), 2 a usage or configuration error,
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -9,16 +15,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any, NoReturn
 
-from ._context import PermissionMode
-from ._contract import Approval, ApprovalRequest, ProgressEvent, ToolCall, ToolResult
-from ._registry import Registry
-from ._tool import Tool, tool
-from ._version import __version__
-from .runtime import Runtime
+from .._context import PermissionMode
+from .._contract import Approval, ApprovalRequest, ProgressEvent, ToolCall, ToolResult
+from .._registry import Registry
+from .._tool import Tool, tool
+from .._version import __version__
+from ..runtime import Runtime
 
 
 def _demo_tools() -> list[Tool]:
@@ -117,7 +125,7 @@ async def _demo_files() -> None:
     import tempfile
     from pathlib import Path
 
-    from .builtin import coding_tools
+    from ..builtin import coding_tools
 
     with tempfile.TemporaryDirectory(prefix="handrail-demo-") as tmp:
         root = Path(tmp)
@@ -167,19 +175,129 @@ async def _demo_files() -> None:
         print(f"   greet.py on disk now: {data!r} (CRLF line endings kept: {crlf})")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line on stderr (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The main parser, and each subcommand's (whose errors name the subcommand)."""
+    from . import _call, _serve, _tools
+    from ._common import add_common_options
+
+    parser = _Parser(
+        prog="handrail",
+        description="A tool runtime for LLM agents: validation, permissions, sandboxing and "
+        "parallel execution for every tool call.",
+    )
+    parser.add_argument("--version", action="version", version=f"handrail {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands: dict[str, argparse.ArgumentParser] = {
+        "demo": sub.add_parser(
+            "demo", help="run a scripted demo of the runtime (no model, no API key)"
+        )
+    }
+    for module in (_tools, _call, _serve):
+        command = module.add_parser(sub)
+        add_common_options(command)
+        commands[command.prog.split()[-1]] = command
+    return parser, commands
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `handrail` console script."""
-    parser = argparse.ArgumentParser(prog="handrail", description="A tool runtime for LLM agents.")
-    parser.add_argument("--version", action="version", version=f"handrail {__version__}")
-    sub = parser.add_subparsers(dest="command")
-    sub.add_parser("demo", help="run a scripted demo of the runtime (no model, no API key)")
-    args = parser.parse_args(argv)
+    parser, commands = _parser()
+    # parse_known_args, so that `call` accepts options after its key=value arguments too.
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.command != "call" or any(e.startswith("-") and e != "-" for e in extra):
+            command = commands.get(args.command or "", parser)
+            command.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.arguments = [*args.arguments, *extra]
     if args.command == "demo":
         try:
             return asyncio.run(_demo())
         except BrokenPipeError:
-            # `handrail demo | head`: the reader left; exit quietly like other CLI tools.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            _quiet_stdout()
             return 0
-    parser.print_help(sys.stdout)
-    return 0
+    if args.command is None:
+        parser.print_help(sys.stdout)
+        return 0
+    return _run(args)
+
+
+def _quiet_stdout() -> None:
+    # `handrail ... | head`: the reader left; exit quietly like other CLI tools.
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+async def _until_terminated(command: Coroutine[Any, Any, int]) -> int:
+    """Run a command; SIGTERM cancels it, so that it stops its processes and sessions first.
+
+    The command runs as its own task: SIGTERM cancels that task (like Ctrl-C cancels the main
+    one), even when the signal lands while the command is already finishing. A plain signal
+    handler rather than the loop's, because servers that capture and re-raise signals (uvicorn)
+    restore and call it synchronously.
+    """
+    loop = asyncio.get_running_loop()
+    inner = asyncio.ensure_future(command)
+    terminated = False
+
+    def terminate(signum: int, frame: object) -> None:
+        nonlocal terminated
+        terminated = True
+        inner.cancel()
+        loop.call_soon_threadsafe(lambda: None)  # wake the loop if it waits in select()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, terminate)
+    except ValueError:  # not the main thread: leave SIGTERM alone
+        return await inner
+    try:
+        return await inner
+    except asyncio.CancelledError:
+        if not terminated:
+            raise
+        return 128 + signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ._common import CliError, common_options, setup_logging, warn
+    from ..errors import HandrailError
+
+    setup_logging(args.debug)
+    try:
+        opts = common_options(args)
+        if args.command == "tools":
+            from ._tools import run
+        elif args.command == "call":
+            from ._call import run
+        else:
+            from ._serve import run
+        return asyncio.run(_until_terminated(run(args, opts)))
+    except CliError as exc:
+        if args.debug:
+            raise
+        warn(f"error: {exc.message}")
+        return exc.status
+    except HandrailError as exc:  # configuration: a bad rule, a broken settings file
+        if args.debug:
+            raise
+        warn(f"error: {exc}")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("\n")
+        return 130
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+    except Exception as exc:
+        if args.debug:
+            raise
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        warn(f"error: {detail} (rerun with --debug for the traceback)")
+        return 1

@@ -1,0 +1,367 @@
+"""`handrail call`: one tool call through the whole pipeline, as a model would make it.
+
+The arguments are a JSON object (given as is, so malformed JSON gets the same INVALID_ARGS a
+model would), `-` for JSON on stdin, or `key=value` pairs whose values are JSON when they parse
+and strings otherwise (always strings for the fields the tool's schema types as strings). A
+call that needs approval asks on a terminal (y/N/always); without a terminal it is denied
+unless `--yes`. The content goes to stdout (with the diff, when the content does not already
+show it); the error code, issues and denial go to stderr. Exit status: 0 when the result is
+ok, 1 when it is not, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, cast
+
+from ._common import (
+    CliError,
+    CommonOptions,
+    consoles,
+    load_tool_set,
+    make_runtime,
+    warn,
+)
+from .._contract import (
+    Approval,
+    ApprovalRequest,
+    FetchUrl,
+    PermissionRequest,
+    ReadPath,
+    RunCommand,
+    SwitchMode,
+    ToolResult,
+    WritePath,
+)
+from ..runtime import ApproverFunc
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ._common import SubParsers
+
+SETTINGS_FILE = Path(".handrail") / "settings.json"
+
+
+def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
+    """Register `handrail call`."""
+    parser = sub.add_parser(
+        "call",
+        help="run one tool call through the whole pipeline, as a model would",
+        description="Run one tool call through the whole pipeline (validation, permissions, "
+        "sandbox), as a model would make it, and print the result. Exit status: 0 ok, 1 the "
+        "call failed, 2 usage error.",
+        epilog="examples:\n"
+        "  handrail call read_file file_path=README.md limit=20\n"
+        '  handrail call grep_search \'{"pattern": "TODO", "output_mode": "content"}\'\n'
+        '  echo \'{"file_path": "notes.txt", "content": "hi"}\' | '
+        "handrail call write_file - --yes",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("tool", metavar="TOOL", help="the tool name, as a model would write it")
+    parser.add_argument(
+        "arguments",
+        nargs="*",
+        metavar="JSON | key=value",
+        help="a JSON object, '-' to read it from stdin, or key=value pairs (values are JSON "
+        "when they parse: n=3, flag=true, items='[1, 2]'; else strings, and always strings "
+        "for string fields)",
+    )
+    parser.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="approve the call if it asks (needed when not on a terminal)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the whole result as one JSON object instead",
+    )
+    return parser
+
+
+def _parse_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON: `x=NaN` stays the string "NaN".
+    raise ValueError(name)
+
+
+def _string_fields(schema: Mapping[str, Any] | None) -> set[str]:
+    properties: Any = (schema or {}).get("properties")
+    if not isinstance(properties, dict):
+        return set()
+    fields: set[str] = set()
+    for name, prop in cast("dict[str, Any]", properties).items():
+        if isinstance(prop, dict) and cast("dict[str, Any]", prop).get("type") == "string":
+            fields.add(name)
+    return fields
+
+
+def parse_arguments(
+    values: Sequence[str], stdin: TextIO, schema: Mapping[str, Any] | None = None
+) -> str | dict[str, Any]:
+    """The call's arguments from the command line: raw JSON text, or an object of key=value.
+
+    A value is JSON when it parses (`n=3`, `flag=true`, `items='[1]'`), else a string; a field
+    the tool's `schema` types as a string only keeps the text as typed (`content=42`).
+    """
+    text_fields = _string_fields(schema)
+    if not values:
+        return "{}"
+    if list(values) == ["-"]:
+        text = stdin.read()
+        if not text.strip():
+            raise CliError("'-' reads the arguments from stdin, but stdin was empty")
+        return text
+    if len(values) == 1 and values[0].lstrip().startswith(("{", "[")):
+        return values[0]  # validated by the pipeline, exactly as a model's JSON would be
+    out: dict[str, Any] = {}
+    for value in values:
+        if value == "-":
+            raise CliError("'-' (JSON on stdin) cannot be combined with other arguments")
+        key, sep, raw = value.partition("=")
+        if not sep or not key:
+            raise CliError(
+                f"argument {value!r} is neither a JSON object nor key=value "
+                "(quote a JSON object as one argument: '{\"key\": 1}')"
+            )
+        if key in out:
+            raise CliError(f"argument {key!r} is given twice")
+        if key in text_fields:
+            out[key] = raw
+            continue
+        try:
+            out[key] = json.loads(raw, parse_constant=_parse_constant)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+def describe(request: PermissionRequest) -> str:
+    """What a permission request touches, in a few words."""
+    if isinstance(request, WritePath):
+        return f"write {request.path}"
+    if isinstance(request, ReadPath):
+        return f"read {request.path}"
+    if isinstance(request, RunCommand):
+        return f"run {request.command}"
+    if isinstance(request, FetchUrl):
+        return f"fetch {request.url}"
+    if isinstance(request, SwitchMode):
+        return f"switch to {request.mode} mode"
+    return type(request).__name__
+
+
+def _shell_quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+def not_a_terminal(request: ApprovalRequest) -> Approval:
+    """The answer when nobody can be asked: deny, and say how to allow it next time."""
+    rule = (request.suggested_rules or (request.tool_name,))[0]
+    return Approval.deny(
+        f"handrail call is not on a terminal, so nobody could approve it ({request.reason}); "
+        f"rerun with --yes, or allow it with --allow {_shell_quote(rule)}"
+    )
+
+
+def save_rule(root: Path, rule: str) -> Path:
+    """Add an allow rule to `<root>/.handrail/settings.json`, keeping the rest of the file."""
+    path = root / SETTINGS_FILE
+    settings: dict[str, Any] = {}
+    if path.is_file():
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{path} does not hold a JSON object")
+        settings = cast("dict[str, Any]", loaded)
+    perms = settings.setdefault("permissions", {})
+    if not isinstance(perms, dict):
+        raise ValueError(f"{path}: permissions is not an object")
+    allow = cast("dict[str, Any]", perms).setdefault("allow", [])
+    if not isinstance(allow, list):
+        raise ValueError(f"{path}: permissions.allow is not a list")
+    rules = cast("list[Any]", allow)
+    if rule not in rules:
+        rules.append(rule)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".settings-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+async def read_line(stdin: TextIO) -> str:
+    """A line from the terminal, waiting in the event loop so that Ctrl-C and SIGTERM work.
+
+    A blocking readline would hold the loop: the cancellation that Ctrl-C starts could not land
+    until the user pressed Enter. A terminal in canonical mode becomes readable only once a
+    whole line (or end of file) is there, so the readline after the wait does not block.
+    """
+    loop = asyncio.get_running_loop()
+    readable: asyncio.Future[None] = loop.create_future()
+
+    def ready() -> None:
+        if not readable.done():
+            readable.set_result(None)
+
+    try:
+        loop.add_reader(stdin.fileno(), ready)
+    except (NotImplementedError, OSError, ValueError):  # no reader support: block instead
+        return stdin.readline()
+    try:
+        await readable
+    finally:
+        loop.remove_reader(stdin.fileno())
+    return stdin.readline()
+
+
+def terminal_approver(root: Path, err: Console, stdin: TextIO) -> ApproverFunc:
+    """Ask on the terminal: y allows once, always also saves a rule, anything else denies."""
+    from rich.text import Text
+
+    async def approve(request: ApprovalRequest) -> Approval:
+        rule = (request.suggested_rules or (request.tool_name,))[0]
+        err.print(Text(f"{request.tool_name} needs your approval: ", style="bold yellow"), end="")
+        err.print(Text(request.reason), soft_wrap=True)
+        for item in request.requests:
+            err.print(Text(f"  {describe(item)}"), soft_wrap=True)
+            if isinstance(item, SwitchMode) and item.plan:
+                err.print(Text(item.plan.strip()), soft_wrap=True)
+        err.print(
+            Text(f"Allow? [y]es / [N]o / [a]lways (saves the rule {rule} in {SETTINGS_FILE}): "),
+            end="",
+            soft_wrap=True,
+        )
+        answer = (await read_line(stdin)).strip().lower()
+        if answer in ("y", "yes"):
+            return Approval.allow_once()
+        if answer in ("a", "always"):
+            try:
+                path = save_rule(root, rule)
+            except (OSError, ValueError) as exc:
+                warn(f"could not save the rule {rule}: {exc}; allowing this call once")
+                return Approval.allow_once()
+            err.print(Text(f"saved: {rule} is allowed from now on ({path})", style="dim"))
+            return Approval.allow_always(rule)
+        return Approval.deny("The user declined this call at the terminal.")
+
+    return approve
+
+
+def choose_approver(yes: bool, interactive: bool, root: Path, err: Console) -> ApproverFunc:
+    """--yes approves, a terminal asks, anything else denies with a hint."""
+    if yes:
+
+        async def approve_all(request: ApprovalRequest) -> Approval:
+            return Approval.allow_once()
+
+        return approve_all
+    if interactive:
+        return terminal_approver(root, err, sys.stdin)
+
+    async def deny_all(request: ApprovalRequest) -> Approval:
+        return not_a_terminal(request)
+
+    return deny_all
+
+
+async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
+    """Make the call, print the result; 0 when it is ok, else 1."""
+    out, err = consoles()
+    interactive = ns.arguments != ["-"] and sys.stdin.isatty()
+    approver = choose_approver(ns.yes, interactive, opts.root, err)
+    tools = await load_tool_set(opts)
+    try:
+        rt = make_runtime(opts, tools.registry, approver)
+        target = rt.registry.get(ns.tool)
+        arguments = parse_arguments(
+            ns.arguments, sys.stdin, target.parameters if target is not None else None
+        )
+        try:
+            result = await rt.call(ns.tool, arguments, call_id="cli_1")
+        finally:
+            await rt.aclose()
+    finally:
+        await tools.aclose()
+    if ns.json:
+        sys.stdout.write(json.dumps(as_json(result), indent=2, ensure_ascii=False) + "\n")
+    else:
+        render(result, out, err)
+    return 0 if result.ok else 1
+
+
+def as_json(result: ToolResult) -> dict[str, Any]:
+    """The result as a JSON object (`--json`)."""
+    return {
+        "ok": result.ok,
+        "tool": result.tool_name,
+        "error": result.error.value if result.error is not None else None,
+        "content": result.content,
+        "summary": result.summary,
+        "diff": result.diff,
+        "issues": [
+            {"path": i.path, "expected": i.expected, "received": i.received, "message": i.message}
+            for i in result.issues
+        ],
+        "denial": None
+        if result.denial is None
+        else {
+            "reason": result.denial.reason,
+            "source": result.denial.source,
+            "rule": result.denial.rule,
+        },
+        "metadata": json.loads(json.dumps(dict(result.metadata), default=str)),
+        "duration": result.duration,
+    }
+
+
+def diff_shown_in_content(content: str, diff: str) -> bool:
+    """True when the content already holds the diff's hunks (edit_file shows them)."""
+    body = "\n".join(
+        line for line in diff.splitlines() if not line.startswith(("--- ", "+++ "))
+    ).strip()
+    return bool(body) and body in content
+
+
+def render(result: ToolResult, out: Console, err: Console) -> None:
+    """Content (and diff) on stdout; error code, issues and denial on stderr."""
+    from rich.text import Text
+
+    if result.content:
+        out.file.write(result.content if result.content.endswith("\n") else result.content + "\n")
+        out.file.flush()
+    if result.diff and not diff_shown_in_content(result.content, result.diff):
+        if out.is_terminal:
+            from rich.syntax import Syntax
+
+            out.print(Syntax(result.diff.rstrip("\n"), "diff", background_color="default"))
+        else:
+            out.file.write(result.diff if result.diff.endswith("\n") else result.diff + "\n")
+            out.file.flush()
+    if result.ok:
+        if err.is_terminal:
+            done = f"{result.summary or result.tool_name} ({result.duration * 1000:.1f} ms)"
+            err.print(Text(done, style="dim green"), soft_wrap=True)
+        return
+    code = result.error.value if result.error is not None else "FAILED"
+    err.print(Text(f"error: {code}", style="bold red"), soft_wrap=True)
+    for issue in result.issues:
+        where = issue.path or "(arguments)"
+        err.print(Text(f"  issue {where}: {issue.message}", style="red"), soft_wrap=True)
+    if result.denial is not None:
+        by = result.denial.source + (f" {result.denial.rule}" if result.denial.rule else "")
+        err.print(Text(f"  denied by {by}: {result.denial.reason}", style="red"), soft_wrap=True)

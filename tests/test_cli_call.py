@@ -1,0 +1,385 @@
+"""`handrail call`: one call through the whole pipeline, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import selectors
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from handrail._cli._call import parse_arguments
+
+
+def run(
+    workspace: Path, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "handrail", "call", *args],
+        cwd=workspace,
+        input=stdin if stdin is not None else "",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env or isolated_env(workspace),
+    )
+
+
+def isolated_env(workspace: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    env["XDG_CONFIG_HOME"] = str(workspace.parent / "xdg")  # no user settings from this machine
+    env.pop("TTY_COMPATIBLE", None)
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    return root
+
+
+def test_read_file_prints_the_content_and_exits_0(workspace: Path) -> None:
+    out = run(workspace, "read_file", "file_path=notes.txt")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "1\talpha\n2\tbeta\n3\tgamma\n"
+    assert out.stderr == ""
+
+
+def test_key_value_values_are_json_when_they_parse(workspace: Path) -> None:
+    out = run(workspace, "read_file", "file_path=notes.txt", "offset=2", "limit=1")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("2\tbeta\n\n[showing lines 2-2 of 3")
+
+
+def test_options_may_follow_the_arguments(workspace: Path) -> None:
+    out = run(workspace, "read_file", "file_path=notes.txt", "--mode", "plan", "limit=1")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("1\talpha\n\n[showing lines 1-1 of 3")
+
+
+def test_parse_arguments_rules() -> None:
+    import io
+
+    empty = io.StringIO("")
+    assert parse_arguments([], empty) == "{}"
+    assert parse_arguments(['{"a": 1}'], empty) == '{"a": 1}'  # raw: the pipeline parses it
+    assert parse_arguments(
+        ["n=3", "f=true", "x=null", "s=hello", 'q="3"', "l=[1, 2]", "e=", "nan=NaN", "k=a=b"],
+        empty,
+    ) == {
+        "n": 3,
+        "f": True,
+        "x": None,
+        "s": "hello",
+        "q": "3",
+        "l": [1, 2],
+        "e": "",
+        "nan": "NaN",
+        "k": "a=b",
+    }
+    assert parse_arguments(["-"], io.StringIO('{"file_path": "x"}')) == '{"file_path": "x"}'
+    schema = {"properties": {"content": {"type": "string"}, "n": {"type": "integer"}}}
+    assert parse_arguments(["content=42", "n=42"], empty, schema) == {"content": "42", "n": 42}
+
+
+def test_a_string_field_keeps_the_text_as_typed(workspace: Path) -> None:
+    out = run(workspace, "write_file", "file_path=n.txt", "content=42", "--yes")
+    assert out.returncode == 0, out.stderr
+    assert (workspace / "n.txt").read_text() == "42"
+
+
+def test_json_object_argument(workspace: Path) -> None:
+    out = run(workspace, "read_file", '{"file_path": "notes.txt", "limit": 1}')
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("1\talpha\n\n[showing lines 1-1 of 3")
+
+
+def test_dash_reads_the_arguments_from_stdin(workspace: Path) -> None:
+    out = run(workspace, "read_file", "-", stdin='{"file_path": "notes.txt", "offset": 3}')
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "3\tgamma\n"
+
+
+def test_validation_error_exits_1_with_the_issues(workspace: Path) -> None:
+    out = run(workspace, "read_file", "file_path=notes.txt", "offset=x", "bogus=1")
+    assert out.returncode == 1
+    assert "Invalid arguments for `read_file`" in out.stdout
+    assert out.stderr.splitlines() == [
+        "error: INVALID_ARGS",
+        '  issue /offset: expected integer, received string "x"',
+        "  issue /bogus: unknown field `bogus`; allowed fields: `file_path`, `offset`, `limit`",
+    ]
+
+
+def test_malformed_json_is_reported_like_a_models(workspace: Path) -> None:
+    out = run(workspace, "read_file", '{"file_path": "notes.txt",')
+    assert out.returncode == 1
+    assert out.stderr.startswith("error: INVALID_ARGS")
+    assert "Traceback" not in out.stderr
+
+
+def test_unknown_tool_suggests_the_closest(workspace: Path) -> None:
+    out = run(workspace, "read_fiel", "file_path=notes.txt")
+    assert out.returncode == 1
+    assert "Did you mean `read_file`" in out.stdout
+    assert out.stderr.startswith("error: TOOL_NOT_FOUND")
+
+
+def test_a_write_is_denied_when_nobody_can_approve_it(workspace: Path) -> None:
+    out = run(workspace, "write_file", "file_path=new.txt", "content=hi")
+    assert out.returncode == 1
+    assert not (workspace / "new.txt").exists()
+    assert out.stderr.splitlines()[0] == "error: PERMISSION_DENIED"
+    assert "rerun with --yes, or allow it with --allow 'write_file(new.txt)'" in out.stderr
+
+
+def test_yes_approves_and_the_diff_is_printed(workspace: Path) -> None:
+    out = run(workspace, "write_file", "file_path=new.txt", "content=hi\n", "--yes")
+    assert out.returncode == 0, out.stderr
+    assert (workspace / "new.txt").read_text() == "hi\n"
+    assert out.stdout.splitlines() == [
+        f"Created {workspace / 'new.txt'}: 1 line (+1 -0).",
+        "--- a/new.txt",
+        "+++ b/new.txt",
+        "@@ -0,0 +1 @@",
+        "+hi",
+    ]
+
+
+def test_an_allow_rule_lets_the_write_run_without_asking(workspace: Path) -> None:
+    out = run(workspace, "write_file", "file_path=new.txt", "content=hi", "--allow", "write_file")
+    assert out.returncode == 0, out.stderr
+    assert (workspace / "new.txt").exists()
+
+
+def test_a_deny_rule_wins_over_yes(workspace: Path) -> None:
+    out = run(workspace, "--deny", "write_file", "--yes", "write_file", "file_path=x", "content=")
+    assert out.returncode == 1
+    assert "denied by rule write_file" in out.stderr
+    assert not (workspace / "x").exists()
+
+
+def test_plan_mode_denies_a_write_even_with_yes(workspace: Path) -> None:
+    out = run(workspace, "write_file", "file_path=new.txt", "content=hi", "--mode", "plan", "--yes")
+    assert out.returncode == 1
+    assert out.stderr.splitlines()[0] == "error: PERMISSION_DENIED"
+    assert "denied by mode" in out.stderr
+    assert not (workspace / "new.txt").exists()
+
+
+def test_accept_edits_writes_inside_the_root_and_refuses_outside(workspace: Path) -> None:
+    inside = run(workspace, "write_file", "file_path=a.txt", "content=x", "--mode", "accept_edits")
+    assert inside.returncode == 0, inside.stderr
+    outside = run(
+        workspace, "write_file", "file_path=../b.txt", "content=x", "--mode", "accept_edits"
+    )
+    assert outside.returncode == 1
+    assert outside.stderr.startswith("error: OUTSIDE_WRITE_ROOTS")
+    assert not (workspace.parent / "b.txt").exists()
+
+
+def test_root_option_chooses_the_workspace(workspace: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "handrail",
+            "call",
+            "read_file",
+            "file_path=notes.txt",
+            "--root",
+            str(workspace),
+        ],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=isolated_env(workspace),
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("1\talpha")
+
+
+def test_json_output_holds_the_whole_result(workspace: Path) -> None:
+    out = run(workspace, "read_file", "file_path=notes.txt", "offset=x", "--json")
+    assert out.returncode == 1
+    data = json.loads(out.stdout)
+    assert data["ok"] is False
+    assert data["error"] == "INVALID_ARGS"
+    assert data["issues"] == [
+        {
+            "path": "/offset",
+            "expected": "integer",
+            "received": 'string "x"',
+            "message": 'expected integer, received string "x"',
+        }
+    ]
+    ok = json.loads(
+        run(workspace, "write_file", "file_path=n", "content=1\n", "-y", "--json").stdout
+    )
+    assert ok["ok"] is True and ok["diff"].startswith("--- a/n")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["read_file", "oops"], "argument 'oops' is neither a JSON object nor key=value"),
+        (["read_file", "a=1", "a=2"], "argument 'a' is given twice"),
+        (["read_file", "-", "a=1"], "'-' (JSON on stdin) cannot be combined"),
+        (["read_file", "--mode", "fast"], "argument --mode: invalid choice: 'fast'"),
+        (["read_file", "--allow", "bad(("], "invalid permission rule 'bad(('"),
+        (["read_file", "--root", "missing"], "--root missing: no such directory"),
+        (["read_file", "--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(
+    workspace: Path, args: list[str], message: str
+) -> None:
+    out = run(workspace, *args)
+    assert out.returncode == 2
+    assert len(out.stderr.splitlines()) == 1, out.stderr
+    assert message in out.stderr
+    assert out.stdout == ""
+
+
+def test_debug_shows_the_traceback(workspace: Path) -> None:
+    out = run(workspace, "read_file", "--root", "missing", "--debug")
+    assert out.returncode != 0
+    assert "Traceback" in out.stderr
+
+
+def test_piped_output_is_plain_text(workspace: Path) -> None:
+    out = run(workspace, "read_file", "file_path=notes.txt", "offset=x")
+    assert "\x1b[" not in out.stdout + out.stderr
+
+
+def test_terminal_output_is_styled_and_no_color_is_respected(workspace: Path) -> None:
+    styled = run(
+        workspace,
+        "read_file",
+        "file_path=notes.txt",
+        "offset=x",
+        env=isolated_env(workspace, TTY_COMPATIBLE="1", TERM="xterm-256color"),
+    )
+    assert "\x1b[1;31merror: INVALID_ARGS" in styled.stderr
+    plain = run(
+        workspace,
+        "read_file",
+        "file_path=notes.txt",
+        "offset=x",
+        env=isolated_env(workspace, TTY_COMPATIBLE="1", TERM="xterm-256color", NO_COLOR="1"),
+    )
+    assert "error: INVALID_ARGS" in plain.stderr
+    assert "31m" not in plain.stderr  # bold may stay, red goes
+
+
+def run_on_a_terminal(workspace: Path, answer: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run with stdin on a pseudo-terminal and type `answer` at the approval prompt."""
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "handrail", "call", *args],
+            cwd=workspace,
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=isolated_env(workspace),
+        )
+        os.close(slave)
+        slave = -1
+        os.write(master, answer.encode() + b"\n")  # waits in the terminal's buffer for the prompt
+        try:
+            stdout, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
+
+
+def test_terminal_prompt_yes_allows_once(workspace: Path) -> None:
+    out = run_on_a_terminal(workspace, "y", "write_file", "file_path=new.txt", "content=hi")
+    assert out.returncode == 0, out.stderr
+    assert "write_file needs your approval: `write_file` can change things" in out.stderr
+    assert f"  write {workspace / 'new.txt'}" in out.stderr
+    assert (workspace / "new.txt").read_text() == "hi"
+    assert not (workspace / ".handrail").exists()
+
+
+def test_terminal_prompt_default_is_no(workspace: Path) -> None:
+    out = run_on_a_terminal(workspace, "", "write_file", "file_path=new.txt", "content=hi")
+    assert out.returncode == 1
+    assert "declined this call at the terminal" in out.stderr
+    assert not (workspace / "new.txt").exists()
+
+
+def test_terminal_prompt_always_saves_the_rule_for_next_time(workspace: Path) -> None:
+    (workspace / ".handrail").mkdir()
+    (workspace / ".handrail" / "settings.json").write_text('{"locale": "en"}')
+    out = run_on_a_terminal(workspace, "always", "write_file", "file_path=new.txt", "content=1")
+    assert out.returncode == 0, out.stderr
+    saved = json.loads((workspace / ".handrail" / "settings.json").read_text())
+    assert saved == {"locale": "en", "permissions": {"allow": ["write_file(new.txt)"]}}
+    # The next call, with no terminal and no --yes, is allowed by the saved rule.
+    again = run(workspace, "write_file", "file_path=new.txt", "content=2")
+    assert again.returncode == 1  # not read in this session: the rule let it through to the tool
+    assert again.stderr.startswith("error: FILE_NOT_READ")
+    other = run(workspace, "write_file", "file_path=other.txt", "content=2")
+    assert other.stderr.startswith("error: PERMISSION_DENIED")
+
+
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_at_the_prompt_stops_at_once(
+    workspace: Path, sig: signal.Signals, status: int
+) -> None:
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "handrail", "call", "write_file", "file_path=n.txt", "content=x"],
+        cwd=workspace,
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=isolated_env(workspace),
+    )
+    os.close(slave)
+    try:
+        assert proc.stderr is not None
+        shown = b""
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stderr, selectors.EVENT_READ)
+            for _ in range(600):  # up to 60 s for the prompt
+                if b"Allow?" in shown:
+                    break
+                if not sel.select(timeout=0.1):
+                    continue
+                chunk = os.read(proc.stderr.fileno(), 4096)
+                if not chunk:
+                    break
+                shown += chunk
+        assert b"Allow? [y]es / [N]o / [a]lways" in shown
+        proc.send_signal(sig)  # nobody answers: the signal alone must end it
+        proc.communicate(timeout=30)
+        assert proc.returncode == status
+        assert not (workspace / "n.txt").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        os.close(master)

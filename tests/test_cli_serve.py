@@ -1,0 +1,188 @@
+"""`handrail serve`: the real command, driven by the official `mcp` SDK client."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp.client.stdio import StdioServerParameters
+
+from mcp import Client
+
+WAIT = 60.0
+"""Seconds any single wait in these tests may take."""
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\nbeta\n")
+    (tmp_path / "xdg").mkdir()  # an empty user config: nothing from this machine leaks in
+    return root
+
+
+def server(workspace: Path, *args: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "handrail", "serve", "--root", str(workspace), *args],
+        env={"XDG_CONFIG_HOME": str(workspace.parent / "xdg")},
+        cwd=str(workspace.parent),
+    )
+
+
+def text(result: object) -> str:
+    content = getattr(result, "content", [])
+    return "".join(getattr(block, "text", "") for block in content)
+
+
+async def test_stdio_lists_and_calls_tools(workspace: Path) -> None:
+    with anyio.fail_after(WAIT):
+        async with Client(server(workspace), mode="legacy") as client:
+            assert client.server_info is not None
+            listed = await client.list_tools()
+            names = [t.name for t in listed.tools]
+            assert names[:4] == ["edit_file", "grep_search", "list_files", "read_file"]
+            assert "enter_plan_mode" not in names  # deferred
+            read = await client.call_tool("read_file", {"file_path": "notes.txt"})
+            assert read.is_error is False
+            assert text(read) == "1\talpha\n2\tbeta"
+            # accept_edits by default: a write inside the root runs, outside is refused.
+            inside = await client.call_tool("write_file", {"file_path": "new.txt", "content": "x"})
+            assert inside.is_error is False
+            assert (workspace / "new.txt").read_text() == "x"
+            outside = await client.call_tool(
+                "write_file", {"file_path": "../escape.txt", "content": "x"}
+            )
+            assert outside.is_error is True
+            assert not (workspace.parent / "escape.txt").exists()
+
+
+async def test_stdio_applies_mode_rules_and_settings(workspace: Path) -> None:
+    extra = workspace.parent / "extra.json"
+    extra.write_text(json.dumps({"disabled_tools": ["web_fetch"]}))
+    args = ("--mode", "plan", "--deny", "read_file(secret.txt)", "--settings", str(extra))
+    (workspace / "secret.txt").write_text("s3cret")
+    with anyio.fail_after(WAIT):
+        async with Client(server(workspace, *args), mode="legacy") as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert "web_fetch" not in names  # disabled by the extra settings file
+            assert "write_file" not in names  # plan mode shows read-only tools only
+            denied = await client.call_tool("read_file", {"file_path": "secret.txt"})
+            assert denied.is_error is True
+            assert "read_file(secret.txt)" in text(denied)
+            assert "s3cret" not in text(denied)
+            allowed = await client.call_tool("read_file", {"file_path": "notes.txt"})
+            assert allowed.is_error is False
+            write = await client.call_tool("write_file", {"file_path": "n.txt", "content": "x"})
+            assert write.is_error is True
+            assert not (workspace / "n.txt").exists()
+
+
+def test_stdio_stdout_carries_only_the_protocol(workspace: Path) -> None:
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "handrail", "serve", "--root", str(workspace)],
+        input=json.dumps(request) + "\n",  # then EOF: the client went away
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=False,
+        env={**os.environ, "XDG_CONFIG_HOME": str(workspace.parent / "xdg")},
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines, done.stderr
+    messages = [json.loads(line) for line in lines]  # every line is a JSON-RPC message
+    assert messages[0]["id"] == 1 and "serverInfo" in messages[0]["result"]
+    assert done.stderr.startswith("handrail: serving MCP on stdio (root ")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(workspace: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "handrail", "serve", "--http", f"127.0.0.1:{port}"],
+        cwd=workspace,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "XDG_CONFIG_HOME": str(workspace.parent / "xdg")},
+    )
+    try:
+        assert proc.stderr is not None
+        line = ""
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stderr, selectors.EVENT_READ)
+            if sel.select(timeout=WAIT):
+                line = proc.stderr.readline()
+        assert line.startswith(f"handrail: serving MCP on http://127.0.0.1:{port}/mcp "), line
+        yield proc, f"http://127.0.0.1:{port}/mcp"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=WAIT)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+async def test_http_serves_the_workspace_of_the_current_directory(
+    http_server: tuple[subprocess.Popen[str], str],
+) -> None:
+    proc, url = http_server
+    with anyio.fail_after(WAIT):
+        async with Client(url) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert "read_file" in names
+            read = await client.call_tool("read_file", {"file_path": "notes.txt", "limit": 1})
+            assert text(read).startswith("1\talpha")
+    # SIGTERM stops it cleanly: exit status 128 + 15, and no traceback.
+    proc.send_signal(signal.SIGTERM)
+    t0 = time.monotonic()
+    _, err = proc.communicate(timeout=WAIT)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err
+    assert time.monotonic() - t0 < WAIT
+
+
+@pytest.mark.parametrize("value", ["8765", "localhost:", "127.0.0.1:http", "[::1]:99999"])
+def test_a_bad_http_address_is_a_usage_error(workspace: Path, value: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "handrail", "serve", "--http", value],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert (
+        done.stderr == f"handrail: error: --http {value}: expected HOST:PORT, e.g. 127.0.0.1:8765\n"
+    )
+    assert done.stdout == ""
