@@ -266,8 +266,8 @@ async def _until_terminated(command: Coroutine[Any, Any, int]) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ._common import CliError, common_options, setup_logging, warn
     from ..errors import HandrailError
+    from ._common import CliError, common_options, setup_logging, warn
 
     setup_logging(args.debug)
     try:

@@ -21,14 +21,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
-from ._common import (
-    CliError,
-    CommonOptions,
-    consoles,
-    load_tool_set,
-    make_runtime,
-    warn,
-)
 from .._contract import (
     Approval,
     ApprovalRequest,
@@ -41,6 +33,14 @@ from .._contract import (
     WritePath,
 )
 from ..runtime import ApproverFunc
+from ._common import (
+    CliError,
+    CommonOptions,
+    consoles,
+    load_tool_set,
+    make_runtime,
+    warn,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console

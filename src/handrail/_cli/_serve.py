@@ -9,8 +9,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from ._common import CliError, CommonOptions, load_tool_set, warn
 from .._registry import Registry
+from ._common import CliError, CommonOptions, load_tool_set, warn
 
 if TYPE_CHECKING:
     from ._common import SubParsers

@@ -8,10 +8,10 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ._common import CliError, CommonOptions, consoles, load_tool_set, make_runtime
 from .._context import PermissionMode
 from .._tool import Tool
 from ..runtime import Runtime
+from ._common import CliError, CommonOptions, consoles, load_tool_set, make_runtime
 
 DEFAULT_JSON_PROVIDER = "openai_chat"
 DEPENDS = "depends on input"
