@@ -331,12 +331,16 @@ def test_terminal_prompt_default_is_no(workspace: Path) -> None:
 
 
 def test_terminal_prompt_always_saves_the_rule_for_next_time(workspace: Path) -> None:
+    # The rule goes to the personal settings.local.json, next to the shared settings.json,
+    # which stays as it was.
     (workspace / ".handrail").mkdir()
     (workspace / ".handrail" / "settings.json").write_text('{"locale": "en"}')
+    (workspace / ".handrail" / "settings.local.json").write_text('{"locale": "en"}')
     out = run_on_a_terminal(workspace, "always", "write_file", "file_path=new.txt", "content=1")
     assert out.returncode == 0, out.stderr
-    saved = json.loads((workspace / ".handrail" / "settings.json").read_text())
+    saved = json.loads((workspace / ".handrail" / "settings.local.json").read_text())
     assert saved == {"locale": "en", "permissions": {"allow": ["write_file(new.txt)"]}}
+    assert (workspace / ".handrail" / "settings.json").read_text() == '{"locale": "en"}'
     # The next call, with no terminal and no --yes, is allowed by the saved rule.
     again = run(workspace, "write_file", "file_path=new.txt", "content=2")
     assert again.returncode == 1  # not read in this session: the rule let it through to the tool

@@ -112,6 +112,19 @@ def test_project_and_user_lists_are_concatenated(project: Path, tmp_path: Path) 
     assert s.sources == (user, proj)
 
 
+def test_personal_project_settings_come_last(project: Path, tmp_path: Path) -> None:
+    user = write_json(tmp_path / "user.json", {"locale": "zh"})
+    shared = project_file(project, {"permissions": {"allow": ["look"]}, "locale": "en"})
+    local = write_json(
+        project / ".handrail" / "settings.local.json",
+        {"permissions": {"allow": ["touch(x)"], "default_mode": "accept_edits"}},
+    )
+    s = load_settings(project, user_path=user)
+    assert s.allow == ("look", "touch(x)")
+    assert s.locale == "en" and s.default_mode == PermissionMode.ACCEPT_EDITS
+    assert s.sources == (user, shared, local)
+
+
 def test_project_scalars_override_user_scalars(project: Path, tmp_path: Path) -> None:
     user = write_json(
         tmp_path / "user.json", {"permissions": {"default_mode": "plan"}, "locale": "zh"}

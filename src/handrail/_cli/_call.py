@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
     from ._common import SubParsers
 
-SETTINGS_FILE = Path(".handrail") / "settings.json"
+SETTINGS_FILE = Path(".handrail") / "settings.local.json"  # personal, not the shared file
 
 
 def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
@@ -175,7 +175,7 @@ def not_a_terminal(request: ApprovalRequest) -> Approval:
 
 
 def save_rule(root: Path, rule: str) -> Path:
-    """Add an allow rule to `<root>/.handrail/settings.json`, keeping the rest of the file."""
+    """Add an allow rule to `<root>/.handrail/settings.local.json`, keeping the rest of the file."""
     path = root / SETTINGS_FILE
     settings: dict[str, Any] = {}
     if path.is_file():

@@ -1,4 +1,7 @@
-"""Settings files: project `.handrail/settings.json` and user `~/.config/handrail/settings.json`.
+"""Settings files: user, project (`.handrail/settings.json`) and personal project settings.
+
+The user file is `~/.config/handrail/settings.json`; `.handrail/settings.local.json` holds one
+person's project settings (not for version control).
 
 Both are merged: lists are concatenated (so a deny rule anywhere wins), and for single values
 the project file overrides the user file. A malformed file is a setup error naming the file and
@@ -165,14 +168,24 @@ def read_settings_file(path: Path) -> Settings:
     )
 
 
+LOCAL_SETTINGS = Path(".handrail") / "settings.local.json"
+"""Personal project settings (not meant for version control): "allow always" answers go here."""
+
+
 def load_settings(project_root: Path | None = None, *, user_path: Path | None = None) -> Settings:
-    """Merge the user file and the project file (`<root>/.handrail/settings.json`), if present."""
+    """Merge the settings files that exist: user, then project, then personal project settings.
+
+    Later files override single values; rule lists are concatenated.
+    """
     settings = Settings()
     user = user_path if user_path is not None else user_settings_path()
     if user.is_file():
         settings = settings.merged_with(read_settings_file(user))
     if project_root is not None:
-        project = project_root / ".handrail" / "settings.json"
-        if project.is_file():
-            settings = settings.merged_with(read_settings_file(project))
+        for project in (
+            project_root / ".handrail" / "settings.json",
+            project_root / LOCAL_SETTINGS,
+        ):
+            if project.is_file():
+                settings = settings.merged_with(read_settings_file(project))
     return settings
