@@ -20,6 +20,7 @@ served; the SDK's own client then falls back to the handshake by itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -48,6 +49,7 @@ from ._server_wire import (
     say,
     tool_entry,
 )
+from ._stdio import pipe_stdio
 
 logger = logging.getLogger("handrail.mcp")
 
@@ -246,33 +248,22 @@ class McpApp:
         Cancelling the request's scope directly would abandon the tool half-way (its cleanup
         cut short by the next checkpoint); `Runtime.cancel` stops it the way the runtime stops
         any call, and we wait for that, so the tool's processes are gone when the request ends.
+        The call runs as its own task, so the common case costs no task group.
         """
-        finished = False
-        reason = say(self.rt.locale, "cancelled")
-
-        async def watch() -> None:
-            try:
-                await anyio.sleep_forever()
-            finally:
-                if not finished:
-                    with anyio.CancelScope(shield=True):
-                        # Before its run stage a call cannot be cancelled yet: try until it
-                        # reaches it or ends (a refusal, a validation error). No event marks
-                        # that moment, hence the poll.
-                        while not finished and not self.rt.cancel(call_id, reason):  # noqa: ASYNC110
-                            await anyio.sleep(_CANCEL_POLL)
-
-        result: ToolResult | None = None
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch)
-            try:
-                with anyio.CancelScope(shield=True):
-                    result = await start()
-            finally:
-                finished = True  # also when start() raised, so the watcher stops trying
-                tg.cancel_scope.cancel()
-        assert result is not None
-        return result
+        task = asyncio.ensure_future(start())
+        try:
+            return await asyncio.shield(task)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                reason = say(self.rt.locale, "cancelled")
+                # Before its run stage a call cannot be cancelled yet: try until it reaches it
+                # or ends (a refusal, a validation error). No event marks that moment, hence
+                # the poll.
+                while not task.done() and not self.rt.cancel(call_id, reason):  # noqa: ASYNC110
+                    await anyio.sleep(_CANCEL_POLL)
+                with contextlib.suppress(BaseException):
+                    await task
+            raise
 
     async def _approve(self, ctx: Ctx, waiting: Interrupted) -> Approval:
         """Ask the client's user (elicitation), or apply the fallback; never leaves it pending."""
@@ -343,19 +334,22 @@ class McpApp:
 async def run_stdio(app: McpApp, ready: Callable[[str], None] | None) -> None:
     """Serve one client over stdin/stdout until it closes stdin."""
     server = app.server
-    async with stdio_server() as (read_stream, write_stream):
-        async with server.lifespan(server) as state:
-            if ready is not None:
-                ready("stdio")
-            # serve_loop, not Server.run: the dual-era loop would lock onto the stateless era
-            # when a client opens with a `server/discover` probe.
-            await serve_loop(
-                server,
-                read_stream,
-                write_stream,
-                lifespan_state=state,
-                init_options=server.create_initialization_options(),
-            )
+    async with pipe_stdio() as wire:
+        # Our pipes when fds 0/1 are pipes (no thread per message), else the SDK's own.
+        streams: tuple[Any, ...] = wire if wire is not None else ()
+        async with stdio_server(*streams) as (read_stream, write_stream):
+            async with server.lifespan(server) as state:
+                if ready is not None:
+                    ready("stdio")
+                # serve_loop, not Server.run: the dual-era loop would lock onto the stateless era
+                # when a client opens with a `server/discover` probe.
+                await serve_loop(
+                    server,
+                    read_stream,
+                    write_stream,
+                    lifespan_state=state,
+                    init_options=server.create_initialization_options(),
+                )
 
 
 class _Uvicorn(uvicorn.Server):
