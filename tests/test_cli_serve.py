@@ -89,6 +89,19 @@ async def test_stdio_applies_mode_rules_and_settings(workspace: Path) -> None:
             assert not (workspace / "n.txt").exists()
 
 
+async def test_settings_file_reaches_the_tools(workspace: Path) -> None:
+    # Per-tool settings from --settings apply in the server: run_shell's env deny list here.
+    extra = workspace.parent / "extra.json"
+    extra.write_text(json.dumps({"tools": {"run_shell": {"env_deny": ["HIDE_*"]}}}))
+    params = server(workspace, "--allow", "run_shell", "--settings", str(extra))
+    params.env = {**os.environ, **(params.env or {}), "HIDE_ME": "hidden", "SHOW_ME": "shown"}
+    with anyio.fail_after(WAIT):
+        async with Client(params, mode="legacy") as client:
+            r = await client.call_tool("run_shell", {"command": "env"})
+    assert "SHOW_ME=shown" in text(r)
+    assert "hidden" not in text(r)
+
+
 def test_stdio_stdout_carries_only_the_protocol(workspace: Path) -> None:
     request = {
         "jsonrpc": "2.0",

@@ -9,8 +9,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from .._registry import Registry
-from ._common import CliError, CommonOptions, load_tool_set, warn
+from ._common import CliError, CommonOptions, load_tool_set
 
 if TYPE_CHECKING:
     from ._common import SubParsers
@@ -53,8 +52,11 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
     from ..mcp import serve  # the SDK itself is imported when the server starts
 
     tools = await load_tool_set(opts)
+    extra = opts.settings
+    mode = opts.mode or (
+        extra.default_mode.value if extra is not None and extra.default_mode else "accept_edits"
+    )
     try:
-        registry, mode, allow, ask, deny = _with_extra_settings(opts, tools.registry)
 
         def ready(where: str) -> None:
             sys.stderr.write(f"handrail: serving MCP on {where} (root {opts.root}, mode {mode})\n")
@@ -62,14 +64,15 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
 
         try:
             await serve(
-                registry,
+                tools.registry,
                 root=opts.root,
                 http=http,
                 mode=mode,
-                allow=allow,
-                deny=deny,
-                ask=ask,
+                allow=opts.allow,
+                deny=opts.deny,
+                ask=opts.ask,
                 load_settings=opts.load_settings,
+                settings=extra,
                 ready=ready,
             )
         except ImportError as exc:  # no MCP SDK: the message says what to install
@@ -77,40 +80,3 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
     finally:
         await tools.aclose()
     return 0
-
-
-def _with_extra_settings(
-    opts: CommonOptions, registry: Registry
-) -> tuple[Registry, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """Fold the `--settings` file into what `serve` takes: rules, mode and the registry.
-
-    `serve` reads the user and project settings itself but takes no extra file, so its rules,
-    default mode, disabled tools and features are passed this way; what cannot be (hooks,
-    locale, per-tool settings) is reported.
-    """
-    extra = opts.settings
-    if extra is None:
-        return registry, opts.mode or "accept_edits", opts.allow, opts.ask, opts.deny
-    mode = opts.mode or (extra.default_mode.value if extra.default_mode else "accept_edits")
-    if extra.disabled_tools:
-        registry = registry.merge(Registry(disabled=extra.disabled_tools))
-    if extra.features:
-        registry = registry.with_features(extra.features)
-    unused = [
-        name
-        for name, value in (
-            ("hooks", extra.hooks),
-            ("locale", extra.locale),
-            ("tools", extra.tools),
-        )
-        if value
-    ]
-    if unused:
-        warn(f"--settings: serve does not apply {', '.join(unused)} from {extra.sources[0]}")
-    return (
-        registry,
-        mode,
-        (*extra.allow, *opts.allow),
-        (*extra.ask, *opts.ask),
-        (*extra.deny, *opts.deny),
-    )

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from .. import ConfigurationError, PermissionMode, Registry, Runtime
+from .. import ConfigurationError, PermissionMode, Registry, Runtime, Settings
 
 __all__ = ["serve"]
 
@@ -27,6 +27,7 @@ async def serve(
     deny: Sequence[str] = (),
     ask: Sequence[str] = (),
     load_settings: bool = True,
+    settings: Settings | None = None,
     ready: Callable[[str], None] | None = None,
     ask_fallback: Literal["deny", "allow"] = "deny",
 ) -> None:
@@ -60,6 +61,8 @@ async def serve(
         ask: Ask rules.
         load_settings: Also read `~/.config/handrail/settings.json` and
             `<root>/.handrail/settings.json`.
+        settings: More settings (e.g. `handrail serve --settings FILE`), merged over the
+            files `load_settings` reads: hooks, per-tool settings, locale and rules included.
         ready: Called once, with the URL (or `"stdio"`), when the server is listening.
         ask_fallback: When a call asks and the client cannot answer an elicitation: `deny`
             (the model is told which allow rule would let it run) or `allow`.
@@ -93,6 +96,7 @@ async def serve(
         allow=allow,
         deny=deny,
         ask=ask,
+        settings=settings,
         load_settings=load_settings,
     )
     try:
