@@ -27,7 +27,7 @@ from ._plan_mode import EnterPlanMode as EnterPlanMode
 from ._plan_mode import ExitPlanMode as ExitPlanMode
 from ._read_file import ReadFile as ReadFile
 from ._run_shell import RunShell as RunShell
-from ._run_shell import ShellOutput as ShellOutput
+from ._shell_jobs import ShellOutput as ShellOutput
 from ._skill import Skill as Skill
 from ._skill import SkillInfo as SkillInfo
 from ._todo import TodoWrite as TodoWrite

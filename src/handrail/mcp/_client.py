@@ -29,6 +29,9 @@ Invariants:
   cancelled in handrail sends the MCP cancel notification; MCP progress reaches `ctx.progress`.
 * The `mcp` SDK (about 0.9 s to import) is imported on the first start, never by
   `import handrail.mcp`.
+
+The connections live in `_client_connection`, the tool class and the conversion of results
+in `_client_tool`.
 """
 
 from __future__ import annotations
@@ -38,28 +41,22 @@ import hashlib
 import json
 import logging
 import math
-import os
 import re
-import tempfile
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
-from .. import ErrorCode, JsonSchemaTool, Registry, Session, ToolContext, ToolFailure, ToolResult
-from .._version import __version__
+from .. import Registry, Session
 from ..errors import ConfigurationError
-from ._client_messages import say
+from ._client_connection import RemoteServer, describe
+from ._client_tool import McpTool
 from ._config import McpServerConfig, load_mcp_config
 
 if TYPE_CHECKING:
-    import anyio
     import mcp_types
-    from mcp.client.client import Client
-    from mcp.shared.message import SessionMessage
 
-__all__ = ["DEFAULT_TOKEN_BUDGET", "McpTool", "McpTools", "load_mcp_tools"]
+__all__ = ["DEFAULT_TOKEN_BUDGET", "McpTools", "load_mcp_tools"]
 
 logger = logging.getLogger("handrail.mcp")
 
@@ -70,9 +67,7 @@ CHARS_PER_TOKEN = 4
 """The estimate: JSON tool definitions run at about four characters per token."""
 DEFAULT_STARTUP_TIMEOUT = 30.0
 """Seconds a server has to start and list its tools."""
-_MAX_PAGES = 100
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
-_CLOSE_GRACE = 10.0
 
 
 def _require_sdk() -> None:
@@ -82,49 +77,6 @@ def _require_sdk() -> None:
         raise ImportError(
             'MCP servers need the official MCP SDK: pip install "handrail[mcp]"'
         ) from exc
-
-
-class McpTool(JsonSchemaTool):
-    """A tool of an MCP server; calls go over that server's shared connection."""
-
-    def __init__(
-        self,
-        *,
-        name: str,
-        server: _Server,
-        remote_name: str,
-        description: str,
-        parameters: Mapping[str, Any],
-        annotations: Mapping[str, Any],
-        title: str | None = None,
-        timeout: float | None = None,
-    ) -> None:
-        self.server = server.name
-        """The name of the server (as configured) this tool belongs to."""
-        self.remote_name = remote_name
-        """The tool's own name on the server, used on the wire."""
-        self.title = title
-        """The human-readable title the server gave, if any."""
-        self.annotations: Mapping[str, Any] = dict(annotations)
-        """The server's annotations as sent (`readOnlyHint`, `destructiveHint`, ...)."""
-        self.open_world = annotations.get("openWorldHint") is not False
-        """The tool may reach beyond a closed domain (the web, other systems); MCP's default."""
-        self._server = server
-        read_only = annotations.get("readOnlyHint") is True
-        super().__init__(
-            name=name,
-            description=description,
-            parameters=parameters,
-            handler=self._call,
-            read_only=read_only,
-            concurrency_safe=read_only,
-            destructive=not read_only and annotations.get("destructiveHint") is not False,
-            idempotent=read_only or annotations.get("idempotentHint") is True,
-            timeout=timeout,
-        )
-
-    async def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        return await self._server.call(self, args, ctx)
 
 
 class McpTools:
@@ -163,7 +115,7 @@ class McpTools:
         self.root = Path(root if root is not None else Path.cwd()).resolve()
         self.token_budget = token_budget
         self.startup_timeout = startup_timeout
-        self._servers: dict[str, _Server] = {}
+        self._servers: dict[str, RemoteServer] = {}
         prefixes: dict[str, str] = {}
         for config in configs:
             prefix = server_prefix(config.name)
@@ -173,7 +125,7 @@ class McpTools:
                     f"start with mcp__{prefix}__; rename one of them"
                 )
             prefixes[prefix] = config.name
-            self._servers[config.name] = _Server(config, prefix, self.root, startup_timeout)
+            self._servers[config.name] = RemoteServer(config, prefix, self.root, startup_timeout)
         self.tools: list[McpTool] = []
         """The imported tools, sorted by name (filled by `start`)."""
         self.failures: dict[str, str] = {}
@@ -242,7 +194,7 @@ class McpTools:
         self._started = True
         return tools
 
-    async def _list(self, server: _Server) -> list[mcp_types.Tool] | str:
+    async def _list(self, server: RemoteServer) -> list[mcp_types.Tool] | str:
         try:
             await server.connection()  # bounded by the handshake timeout
             return await asyncio.wait_for(server.list_tools(), self.startup_timeout)
@@ -253,7 +205,7 @@ class McpTools:
             await server.close()
             return describe(exc)
 
-    def _build(self, server: _Server, listing: Sequence[mcp_types.Tool]) -> list[McpTool]:
+    def _build(self, server: RemoteServer, listing: Sequence[mcp_types.Tool]) -> list[McpTool]:
         used: set[str] = set()
         out: list[McpTool] = []
         for remote in listing:
@@ -361,415 +313,3 @@ def _digest(text: str) -> str:
 def _cost(tool: McpTool) -> int:
     definition = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
     return len(json.dumps(definition, ensure_ascii=False, separators=(",", ":")))
-
-
-def describe(exc: BaseException) -> str:
-    """One line for an exception (the first leaf of an exception group)."""
-    leaf: BaseException = exc
-    for _ in range(100):  # groups nest; a bound keeps a pathological one from looping
-        grouped = issubclass(type(leaf), BaseExceptionGroup)
-        inner = cast(Sequence[BaseException], getattr(leaf, "exceptions", ()) if grouped else ())
-        if not inner:
-            break
-        leaf = inner[0]
-    message = getattr(leaf, "message", None)
-    text = message if isinstance(message, str) and message else str(leaf)
-    if isinstance(leaf, _StartError):
-        return text
-    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
-
-
-class _StartError(Exception):
-    """A server did not come up; the message says why."""
-
-
-# -- servers and connections -------------------------------------------------------------------
-
-
-class _Server:
-    """One configured server: its live connection, started on demand and again after a stop."""
-
-    def __init__(
-        self, config: McpServerConfig, prefix: str, root: Path, startup_timeout: float
-    ) -> None:
-        self.config = config
-        self.name = config.name
-        self.prefix = prefix
-        self.cwd = (root / config.cwd).resolve() if config.cwd else root
-        self.startup_timeout = startup_timeout
-        self.instructions: str | None = None
-        self._conn: _Connection | None = None
-        self._starting: asyncio.Task[_Connection] | None = None
-        self._closing: set[asyncio.Task[None]] = set()
-
-    async def connection(self) -> _Connection:
-        """The live connection; a stopped one is replaced (concurrent callers share a start)."""
-        loop = asyncio.get_running_loop()
-        conn = self._conn
-        if conn is not None and not conn.ended and conn.loop is loop:
-            return conn
-        if conn is not None:
-            self._conn = None
-            self._retire(conn)
-        starting = self._starting
-        if starting is None or starting.get_loop() is not loop:
-            starting = self._starting = loop.create_task(self._start())
-            starting.add_done_callback(self._started)
-        # Shielded: a caller that is cancelled must not abort a start other callers wait for.
-        return await asyncio.shield(starting)
-
-    async def _start(self) -> _Connection:
-        conn = _Connection(self)
-        try:
-            await conn.open(self.startup_timeout)
-        except BaseException:
-            self._retire(conn)
-            raise
-        self._conn = conn
-        self.instructions = conn.instructions
-        return conn
-
-    def _started(self, task: asyncio.Task[_Connection]) -> None:
-        if self._starting is task:
-            self._starting = None
-        if not task.cancelled():
-            task.exception()  # retrieved here: every caller may have gone
-
-    def _retire(self, conn: _Connection) -> None:
-        if self._conn is conn:
-            self._conn = None
-        loop = asyncio.get_running_loop()
-        if conn.loop is not loop:
-            # Its task lives on another (probably finished) event loop and cannot be awaited
-            # here; the server sees its stdin close when that loop's process ends.
-            logger.warning("MCP server %r was opened on another event loop", self.name)
-            return
-        closing = loop.create_task(conn.close())
-        self._closing.add(closing)
-        closing.add_done_callback(self._closing.discard)
-
-    async def list_tools(self) -> list[mcp_types.Tool]:
-        """Every tool the server lists (all pages)."""
-        conn = await self.connection()
-        client = conn.require_client()
-        tools: list[mcp_types.Tool] = []
-        cursor: str | None = None
-        for _ in range(_MAX_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        return tools
-
-    async def call(self, tool: McpTool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        """Call `tool` on the server; every outcome is a `ToolResult` (or a `ToolFailure`)."""
-        from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED
-        from pydantic import ValidationError
-
-        loc = ctx.locale
-        try:
-            conn = await self.connection()
-        except Exception as exc:
-            detail = describe(exc).rstrip(".")
-            raise ToolFailure(say(loc, "start_failed", server=self.name, detail=detail)) from exc
-        client = conn.require_client()
-        finished = False
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            if finished:  # a late notification must not report on a call that has ended
-                return
-            if not message:
-                message = (
-                    say(loc, "step", progress=progress, total=total)
-                    if total
-                    else say(loc, "step_open", progress=progress)
-                )
-            ctx.progress(message, progress=progress, total=total)
-
-        try:
-            result = await client.call_tool(tool.remote_name, args, progress_callback=on_progress)
-        except Exception as exc:
-            closed = isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
-            if closed or conn.ended:
-                self._retire(conn)
-                raise ToolFailure(self._stopped_text(conn, tool, loc)) from exc
-            if isinstance(exc, MCPError):
-                text = say(loc, "refused", server=self.name, tool=tool.name, detail=exc.message)
-                raise ToolFailure(text) from exc
-            if isinstance(exc, ValidationError):
-                first = str(exc).splitlines()[0]
-                text = say(loc, "bad_result", server=self.name, tool=tool.name, detail=first)
-                raise ToolFailure(text) from exc
-            raise
-        finally:
-            finished = True
-        return to_result(result, tool, loc)
-
-    def _stopped_text(self, conn: _Connection, tool: McpTool, locale: str) -> str:
-        detail = say(locale, "connection_closed")
-        tail = conn.stderr_tail()
-        if tail:
-            detail += say(locale, "and") + say(locale, "stderr", text=tail)
-        return say(locale, "stopped", server=self.name, detail=detail, tool=tool.name)
-
-    async def close(self) -> None:
-        """Stop the server (a start under way is let finish, then stopped)."""
-        starting = self._starting
-        if starting is not None and starting.get_loop() is asyncio.get_running_loop():
-            await asyncio.wait({starting})
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            if conn.loop is asyncio.get_running_loop():
-                await conn.close()
-            else:
-                self._retire(conn)
-        for _ in range(3):  # closes retired while this one waited
-            if not self._closing:
-                break
-            await asyncio.wait(set(self._closing))
-
-
-class _Connection:
-    """One connection to one server, entered and left by its own background task."""
-
-    def __init__(self, server: _Server) -> None:
-        self.server = server
-        self.loop = asyncio.get_running_loop()
-        self.client: Client | None = None
-        self.instructions: str | None = None
-        self.ended = False
-        """True once the server's stream ended or the owner task finished."""
-        self._stop = asyncio.Event()
-        self._scope: anyio.CancelScope | None = None
-        self._errlog: IO[str] | None = None
-        self._task: asyncio.Task[None] | None = None
-
-    def require_client(self) -> Client:
-        """The connected client (a bug if called before `open` succeeded)."""
-        if self.client is None:
-            raise _StartError("the connection is not open")
-        return self.client
-
-    async def open(self, timeout: float) -> None:
-        """Start the owner task and wait until the session is initialised."""
-        ready: asyncio.Future[None] = self.loop.create_future()
-        ready.add_done_callback(_retrieve)
-        self._task = self.loop.create_task(self._own(ready), name=f"mcp-{self.server.name}")
-        try:
-            await asyncio.wait_for(asyncio.shield(ready), timeout)
-        except TimeoutError:
-            raise _StartError(
-                f"it did not complete the MCP handshake within {timeout:g} seconds"
-            ) from None
-
-    async def _own(self, ready: asyncio.Future[None]) -> None:
-        import anyio
-        from mcp.client.client import Client
-        from mcp_types import Implementation
-
-        try:
-            with anyio.CancelScope() as scope:
-                self._scope = scope
-                client = Client(
-                    self._transport(),
-                    cache=None,
-                    client_info=Implementation(name="handrail", version=__version__),
-                )
-                async with client:
-                    self.client = client
-                    self.instructions = client.instructions
-                    if not ready.done():
-                        ready.set_result(None)
-                    await self._stop.wait()
-        except Exception as exc:
-            if not ready.done():
-                detail = describe(exc)
-                tail = self.stderr_tail()
-                ready.set_exception(_StartError(f"{detail} (stderr: {tail})" if tail else detail))
-            else:
-                logger.debug("MCP server %r connection ended: %s", self.server.name, exc)
-        finally:
-            self.ended = True
-            if not ready.done():
-                ready.set_exception(_StartError("it stopped while starting"))
-
-    def _transport(self) -> AbstractAsyncContextManager[Any]:
-        config = self.server.config
-        if config.command is not None:
-            from mcp.client.stdio import StdioServerParameters, stdio_client
-
-            # The server's stderr goes to a private file: it must not mix with a terminal UI,
-            # and its last lines explain a crash.
-            self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-            params = StdioServerParameters(
-                command=config.command,
-                args=list(config.args),
-                env=dict(config.env) or None,
-                cwd=self.server.cwd,
-            )
-            return _watched(stdio_client(params, errlog=self._errlog), self._stream_ended)
-        assert config.url is not None
-        return _watched(_http_transport(config.url, dict(config.headers)), self._stream_ended)
-
-    def _stream_ended(self) -> None:
-        self.ended = True
-
-    def stderr_tail(self, limit: int = 400) -> str:
-        """The last lines the server wrote to stderr (stdio servers), on one line."""
-        log = self._errlog
-        if log is None or log.closed:
-            return ""
-        try:
-            fd = log.fileno()
-            size = os.fstat(fd).st_size
-            data = os.pread(fd, 4096, max(0, size - 4096))
-        except OSError:
-            return ""
-        lines = [line.strip() for line in data.decode("utf-8", "replace").splitlines()]
-        text = " | ".join([line for line in lines if line][-3:])
-        return text[-limit:]
-
-    async def close(self) -> None:
-        """Leave the session and stop the server; a stuck shutdown is cancelled after a grace."""
-        self._stop.set()
-        task = self._task
-        if self.client is None and self._scope is not None:
-            self._scope.cancel()  # still starting (a hung handshake): nothing to leave politely
-        if task is not None and not task.done():
-            done, _ = await asyncio.wait({task}, timeout=_CLOSE_GRACE)
-            if not done and self._scope is not None:
-                self._scope.cancel()
-                await asyncio.wait({task}, timeout=_CLOSE_GRACE)
-        if self._errlog is not None:
-            self._errlog.close()
-
-
-def _retrieve(future: asyncio.Future[None]) -> None:
-    if not future.cancelled():
-        future.exception()
-
-
-@asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str]) -> AsyncGenerator[Any]:
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    async with create_mcp_http_client(headers=headers or None) as http:
-        async with streamable_http_client(url, http_client=http) as streams:
-            yield streams
-
-
-@asynccontextmanager
-async def _watched(
-    inner: AbstractAsyncContextManager[Any], on_end: Callable[[], None]
-) -> AsyncGenerator[Any]:
-    """The transport, with a read stream that reports its end (the server stopped)."""
-    async with inner as (read, write):
-        yield _WatchedReadStream(read, on_end), write
-
-
-class _WatchedReadStream:
-    """A read stream that calls `on_end` when the server's side ends, before anyone waits on it.
-
-    The dispatcher wakes pending calls with CONNECTION_CLOSED after the stream ends, so by then
-    the connection is already marked ended and the next call starts a new server.
-    """
-
-    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_end = on_end
-
-    @property
-    def last_context(self) -> Any:
-        """The sender's context of the last item (the dispatcher looks for it)."""
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> SessionMessage | Exception:
-        """The next message from the server."""
-        import anyio
-
-        try:
-            return await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._on_end()
-            raise
-
-    def __aiter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __anext__(self) -> SessionMessage | Exception:
-        import anyio
-
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        """Close the underlying stream."""
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-
-# -- results -----------------------------------------------------------------------------------
-
-
-def to_result(result: mcp_types.CallToolResult, tool: McpTool, locale: str) -> ToolResult:
-    """An MCP result as a ToolResult: text joined, other content summarised a line each."""
-    text = content_text(result.content, locale)
-    if not text and result.structured_content is not None:
-        text = json.dumps(result.structured_content, ensure_ascii=False, indent=2)
-    metadata: dict[str, Any] = {"mcp_server": tool.server, "mcp_tool": tool.remote_name}
-    if result.structured_content is not None:
-        metadata["structured_content"] = result.structured_content
-    if result.is_error:
-        return ToolResult.failure(
-            ErrorCode.EXECUTION_ERROR,
-            text or say(locale, "no_details", tool=tool.name),
-            summary=f"{tool.name}: {ErrorCode.EXECUTION_ERROR.value}",
-            metadata=metadata,
-        )
-    return ToolResult.success(text, metadata=metadata)
-
-
-def content_text(blocks: Sequence[mcp_types.ContentBlock], locale: str) -> str:
-    """MCP content as text: text blocks as they are, anything else as a one-line summary."""
-    from mcp_types import (
-        AudioContent,
-        ImageContent,
-        ResourceLink,
-        TextContent,
-        TextResourceContents,
-    )
-
-    lines: list[str] = []
-    for block in blocks:
-        if isinstance(block, TextContent):
-            lines.append(block.text)
-        elif isinstance(block, ImageContent | AudioContent):
-            key = "image" if isinstance(block, ImageContent) else "audio"
-            size = say(locale, "bytes", n=_decoded_size(block.data))
-            lines.append(say(locale, key, mime=block.mime_type, size=size))
-        elif isinstance(block, ResourceLink):
-            lines.append(say(locale, "link", name=block.name, uri=block.uri))
-        else:  # an embedded resource: the union above is exhaustive
-            res = block.resource
-            mime = res.mime_type or "?"
-            if isinstance(res, TextResourceContents):
-                chars = len(res.text)
-                lines.append(say(locale, "resource_text", uri=res.uri, mime=mime, chars=chars))
-            else:
-                size = say(locale, "bytes", n=_decoded_size(res.blob))
-                lines.append(say(locale, "resource_blob", uri=res.uri, mime=mime, size=size))
-    return "\n".join(lines)
-
-
-def _decoded_size(data: str) -> int:
-    return len(data.rstrip("=")) * 3 // 4
