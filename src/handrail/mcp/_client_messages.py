@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .._i18n import render
+
 CATALOG: dict[str, dict[str, str]] = {
     "en": {
         "stopped": (
@@ -59,6 +61,4 @@ CATALOG: dict[str, dict[str, str]] = {
 
 def say(locale: str, key: str, /, **values: object) -> str:
     """Render `key` in `locale` (English when the locale or the key is missing)."""
-    table = CATALOG.get(locale) or CATALOG["en"]
-    template = table.get(key) or CATALOG["en"][key]
-    return template.format(**values)
+    return render(CATALOG, locale, key, **values)

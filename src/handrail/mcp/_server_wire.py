@@ -25,6 +25,7 @@ from .. import (
     ToolResult,
     WritePath,
 )
+from .._i18n import render
 
 __all__ = [
     "CATALOG",
@@ -100,8 +101,7 @@ CATALOG: dict[str, dict[str, str]] = {
 
 def say(locale: str, key: str, /, **values: object) -> str:
     """Render `key` from `CATALOG` in `locale` (English when the locale is unknown)."""
-    table = CATALOG.get(locale) or CATALOG["en"]
-    return (table.get(key) or CATALOG["en"][key]).format(**values)
+    return render(CATALOG, locale, key, **values)
 
 
 def title(tool: Tool) -> str:

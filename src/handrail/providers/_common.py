@@ -14,6 +14,7 @@ from typing import Any, Protocol, cast
 from weakref import WeakKeyDictionary
 
 from .. import ConfigurationError, ErrorCode, Interrupted, Tool, ToolCall, ToolResult
+from .._i18n import render
 from ._strict import denull, openai_strict
 
 __all__ = [
@@ -99,8 +100,7 @@ _CATALOG: dict[str, dict[str, str]] = {
 
 def say(locale: str, key: str, /, **values: object) -> str:
     """Render one sentence of this layer in `locale` (English when the locale is unknown)."""
-    table = _CATALOG.get(locale) or _CATALOG["en"]
-    return table[key].format(**values)
+    return render(_CATALOG, locale, key, **values)
 
 
 # -- JSON access -----------------------------------------------------------------------------

@@ -6,6 +6,8 @@ as they are.
 
 from __future__ import annotations
 
+from .._i18n import render
+
 CATALOG: dict[str, dict[str, str]] = {
     "en": {
         "no_tool": "There is no tool named `{name}`. {hint}",
@@ -69,5 +71,4 @@ CATALOG: dict[str, dict[str, str]] = {
 
 def say(locale: str, key: str, /, **values: object) -> str:
     """Render one runtime sentence in `locale` (English when the locale is unknown)."""
-    table = CATALOG.get(locale) or CATALOG["en"]
-    return table[key].format(**values)
+    return render(CATALOG, locale, key, **values)
