@@ -127,7 +127,7 @@ def test_descriptions_flags_and_schemas() -> None:
             "additionalProperties": False,
             "properties": {
                 "reason": {
-                    "anyOf": [{"type": "string"}, {"type": "null"}],
+                    "anyOf": [{"maxLength": 2000, "type": "string"}, {"type": "null"}],
                     "default": None,
                     "description": "Why planning first helps here, in one sentence (shown to the user).",
                 }

@@ -516,3 +516,25 @@ async def test_no_file_descriptors_leak(tmp_path: Path) -> None:
     await rt.call("run_shell", {"command": "sleep 30", "run_in_background": True})
     await rt.aclose()
     assert open_fds() - before == set()
+
+
+async def test_an_overlong_command_is_refused_before_it_runs(tmp_path: Path) -> None:
+    r = await runtime(tmp_path).call("run_shell", {"command": "echo " + "a" * 300_000})
+    assert r.error is ErrorCode.INVALID_ARGS
+    assert r.content == snapshot("""\
+command is longer than 100,000 bytes, more than one shell command line should hold. Write the script to a file with write_file and run it, e.g. `bash script.sh`.
+Call `run_shell` again with corrected arguments.\
+""")
+
+
+async def test_a_huge_timeout_is_not_mistaken_for_milliseconds(tmp_path: Path) -> None:
+    r = await runtime(tmp_path).call("run_shell", {"command": "ls", "timeout_seconds": 1e12})
+    assert r.error is ErrorCode.INVALID_ARGS
+    assert "milliseconds" not in r.content
+    assert "between 1 and 600" in r.content
+
+
+async def test_a_job_id_is_bounded(tmp_path: Path) -> None:
+    r = await runtime(tmp_path).call("shell_output", {"job_id": "x" * 10_000})
+    assert r.error is ErrorCode.INVALID_ARGS
+    assert len(r.content) < 400

@@ -396,6 +396,7 @@ def test_flags_and_schema(ws: Path, user_dir: Path) -> None:
             "properties": {
                 "name": {
                     "description": "The exact name of a skill from the list in this tool's description.",
+                    "maxLength": 200,
                     "minLength": 1,
                     "type": "string",
                 }

@@ -355,6 +355,7 @@ Find files by name with a glob pattern; returns paths newest-modified first. Use
                     "properties": {
                         "job_id": {
                             "description": "The id run_shell returned, e.g. `sh-1`.",
+                            "maxLength": 100,
                             "type": "string",
                         },
                         "wait_seconds": {

@@ -119,6 +119,7 @@ class EnterPlanModeArgs(BaseModel):
 
     reason: str | None = Field(
         default=None,
+        max_length=2000,
         description="Why planning first helps here, in one sentence (shown to the user).",
     )
 

@@ -48,6 +48,7 @@ from ..permissions import is_read_only_command
 from ..sandbox import (
     Confinement,
     OutputCapture,
+    SandboxSetupError,
     SandboxSupport,
     ShellProcess,
     sandbox_support,
@@ -59,6 +60,8 @@ from ._shell_text import CATALOG, OUTPUT_CHARS, short_command
 
 __all__ = ["RunShell", "RunShellArgs"]
 
+MAX_COMMAND_BYTES = 100_000
+"""Longest command line (Linux refuses one argument over 128 KiB; a script belongs in a file)."""
 DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 600.0
 PROGRESS_EVERY = 0.5
@@ -224,15 +227,17 @@ class RunShell(Tool):
         return not RunShell.read_only(args)
 
     def validate_input(self, args: RunShellArgs, ctx: ToolContext) -> str | None:
-        """Refuse an empty command, a NUL byte, or a time limit outside 1..600 seconds."""
+        """Refuse an empty or overlong command, a NUL byte, or a time limit outside 1..600 s."""
         if not args.command.strip():
             return text(ctx.locale, CATALOG, "empty")
+        if len(args.command.encode("utf-8", "surrogatepass")) > MAX_COMMAND_BYTES:
+            return text(ctx.locale, CATALOG, "too_long", limit=MAX_COMMAND_BYTES)
         if "\x00" in args.command:
             return text(ctx.locale, CATALOG, "nul")
         got = args.timeout_seconds
         if got > MAX_TIMEOUT or got < 1:
             hint = ""
-            if got >= 1000:
+            if 1000 <= got <= MAX_TIMEOUT * 1000:
                 hint = text(ctx.locale, CATALOG, "ms_hint", got=got, secs=got / 1000)
             return text(ctx.locale, CATALOG, "timeout_range", max=MAX_TIMEOUT, got=got, hint=hint)
         return None
@@ -332,7 +337,7 @@ class RunShell(Tool):
             raise ToolFailure(
                 text(loc, CATALOG, "start_failed", error=exc.strerror or str(exc)),
                 code=ErrorCode.SANDBOX_UNAVAILABLE
-                if conf is not None and conf.filesystem
+                if isinstance(exc, SandboxSetupError)
                 else ErrorCode.EXECUTION_ERROR,
             ) from exc
         mechanism = conf.label if conf is not None else "none"

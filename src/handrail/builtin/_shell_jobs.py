@@ -33,7 +33,7 @@ _STATE_KEY = "run_shell"
 class ShellOutputArgs(BaseModel):
     """Arguments of shell_output."""
 
-    job_id: str = Field(description="The id run_shell returned, e.g. `sh-1`.")
+    job_id: str = Field(max_length=100, description="The id run_shell returned, e.g. `sh-1`.")
     wait_seconds: float = Field(
         default=0,
         ge=0,

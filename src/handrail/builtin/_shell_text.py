@@ -52,6 +52,10 @@ CATALOG = {
             "configuration allows it.)"
         ),
         "start_failed": "The command could not be started: {error}.",
+        "too_long": (
+            "command is longer than {limit:,} bytes, more than one shell command line should "
+            "hold. Write the script to a file with write_file and run it, e.g. `bash script.sh`."
+        ),
         "cwd_gone": (
             "The working directory {cwd} no longer exists, so the command cannot run there. "
             "Recreate it or ask the user to restart the session in an existing folder."
@@ -111,6 +115,10 @@ CATALOG = {
         ),
         "unsandboxed": "(本机没有操作系统沙箱:{reason}。因配置允许,命令在沙箱外运行。)",
         "start_failed": "无法启动命令:{error}。",
+        "too_long": (
+            "command 超过 {limit:,} 字节,一条 shell 命令行不应这么长。请用 write_file 把脚本写入"
+            "文件再运行,例如 `bash script.sh`。"
+        ),
         "cwd_gone": (
             "工作目录 {cwd} 已不存在,命令无法在那里运行。请重新创建它,或请用户在一个存在的"
             "文件夹中重新开始会话。"

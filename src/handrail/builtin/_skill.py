@@ -132,6 +132,7 @@ class SkillArgs(BaseModel):
 
     name: str = Field(
         min_length=1,
+        max_length=200,
         description="The exact name of a skill from the list in this tool's description.",
     )
 

@@ -40,6 +40,7 @@ from ._ripgrep import compile_glob as compile_glob
 from ._ripgrep import find_ripgrep as find_ripgrep
 from ._ripgrep import run_ripgrep as run_ripgrep
 from ._ripgrep import search_root as search_root
+from ._shell_process import SandboxSetupError as SandboxSetupError
 from ._shell_process import ShellProcess as ShellProcess
 from ._shell_process import find_shell as find_shell
 from ._shell_process import read_log as read_log
@@ -88,6 +89,7 @@ __all__ = [
     "ResolveFunc",
     "RipgrepGlob",
     "RipgrepRun",
+    "SandboxSetupError",
     "SandboxSupport",
     "SearchRoot",
     "ShellProcess",

@@ -28,7 +28,7 @@ from ._process import _descendants, _pipe_holders  # pyright: ignore[reportPriva
 if TYPE_CHECKING:
     from ._capture import OutputCapture
 
-__all__ = ["ShellProcess", "find_shell", "read_log"]
+__all__ = ["SandboxSetupError", "ShellProcess", "find_shell", "read_log"]
 
 GRACE_SECONDS = 2.0
 DRAIN_SECONDS = 2.0
@@ -37,6 +37,10 @@ DRAIN_SECONDS = 2.0
 def find_shell() -> str:
     """Bash, or sh where bash is missing."""
     return shutil.which("bash") or shutil.which("sh") or "/bin/sh"
+
+
+class SandboxSetupError(OSError):
+    """The sandbox could not be applied to a new process (between fork and exec)."""
 
 
 class _Pipes(asyncio.SubprocessProtocol):
@@ -116,10 +120,11 @@ class ShellProcess:
         on_data: Callable[[], None] | None = None,
         log_path: Path | None = None,
     ) -> ShellProcess:
-        """Start `command`; raises OSError when it cannot be started (e.g. the sandbox fails).
+        """Start `command`; raises OSError when it cannot be started.
 
-        With `log_path`, every byte of output is also appended there as it arrives (background
-        jobs read their new output from it).
+        `SandboxSetupError` (an OSError) means the sandbox could not be applied. With
+        `log_path`, every byte of output is also appended there as it arrives (background jobs
+        read their new output from it).
         """
         loop = asyncio.get_running_loop()
         sh = shell or find_shell()
@@ -160,7 +165,7 @@ class ShellProcess:
             # Popen reports a failing preexec_fn as SubprocessError; say what it was.
             if isinstance(exc, OSError):
                 raise
-            raise OSError(f"the sandbox could not be set up: {exc}") from exc
+            raise SandboxSetupError(f"the sandbox could not be set up: {exc}") from exc
         inodes: set[int] = set()
         for fd in (1, 2):
             pipe = transport.get_pipe_transport(fd)
