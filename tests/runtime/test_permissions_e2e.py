@@ -27,6 +27,7 @@ from handrail import (
     WritePath,
     tool,
 )
+from handrail.permissions import Decision, Policy, Rule, Settings
 
 
 class NoteArgs(BaseModel):
@@ -177,6 +178,21 @@ async def test_allow_once_runs_the_call_and_asks_again_next_time(
     again = await rt.call("write_note", note("a.txt"))
     assert isinstance(again, Interrupted)
     assert len(writes) == 1
+
+
+async def test_an_approver_set_after_construction_answers(
+    ws: Path, tools: list[Tool], writes: list[NoteArgs]
+) -> None:
+    seen: list[str] = []
+
+    async def approve(request: ApprovalRequest) -> Approval:
+        seen.append(request.tool_name)
+        return Approval.allow_once()
+
+    rt = Runtime(tools, root=ws)
+    rt.approver = approve
+    r = await rt.call("write_note", note("a.txt"))
+    assert (r.ok, seen, [w.path for w in writes]) == (True, ["write_note"], ["a.txt"])
 
 
 async def test_an_answer_cannot_be_used_twice(ws: Path, tools: list[Tool]) -> None:
@@ -659,3 +675,97 @@ async def test_batch_resume_keeps_finished_results(
     assert resumed.complete
     assert reads == ["a", "c"]
     assert [w.path for w in writes] == ["b"]
+
+
+# -- a policy passed in as it is ---------------------------------------------------------
+
+
+async def test_a_deny_rule_of_the_passed_policy_refuses(
+    ws: Path, tools: list[Tool], writes: list[NoteArgs]
+) -> None:
+    rt = Runtime(tools, root=ws, mode="bypass", policy=Policy(deny=["write_note"]))
+    r = await rt.call("write_note", note("a.txt"))
+    assert r.error is ErrorCode.PERMISSION_DENIED
+    assert r.denial is not None and (r.denial.source, r.denial.rule) == ("rule", "write_note")
+    assert writes == []
+
+
+async def test_the_passed_policy_is_used_as_it_is(ws: Path, tools: list[Tool]) -> None:
+    narrowed = Policy(deny=["sh"])
+    rt = Runtime(tools, root=ws, policy=narrowed)
+    assert rt.policy is narrowed
+
+
+async def test_allow_beside_a_passed_policy_does_not_widen_it(
+    ws: Path, tools: list[Tool], writes: list[NoteArgs]
+) -> None:
+    settings = Settings(allow=("write_note",))
+    rt = Runtime(tools, root=ws, policy=Policy(), allow=["write_note"], settings=settings)
+    r = await rt.call("write_note", note("a.txt"))
+    assert isinstance(r, Interrupted)  # asks, as Policy() alone does
+    assert writes == []
+    # The same arguments without `policy=` allow the call: the rules were what made it run.
+    plain = Runtime(tools, root=ws, allow=["write_note"], settings=settings)
+    assert (await plain.call("write_note", note("a.txt"))).ok
+
+
+async def test_deny_rules_from_settings_are_not_merged_into_a_passed_policy(
+    ws: Path, tools: list[Tool], reads: list[str]
+) -> None:
+    settings = Settings(deny=("read_note",), default_mode=PermissionMode.PLAN)
+    rt = Runtime(tools, root=ws, policy=Policy(), deny=["read_note"], settings=settings)
+    assert rt.session.mode is PermissionMode.PLAN  # the rest of the settings still apply
+    assert (await rt.call("read_note", {"path": "a.txt"})).ok
+    assert reads == ["a.txt"]
+
+
+class Lockdown(Policy):
+    """Names every tool (so no call skips `decide`) and denies them all."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.decided: list[str] = []
+
+    def has_rules_for(self, names: tuple[str, ...]) -> bool:
+        return True
+
+    def decide(
+        self,
+        *,
+        names: tuple[str, ...],
+        kind: ToolKind,
+        read_only: bool,
+        requests: Sequence[PermissionRequest],
+        mode: PermissionMode,
+        read_roots: Sequence[Path],
+        write_roots: Sequence[Path],
+        session_allow: Sequence[Rule] = (),
+        hook: str | None = None,
+        hook_reason: str = "",
+    ) -> Decision:
+        self.decided.append(names[0])
+        return Decision(behavior="deny", reason="locked down", source="rule")
+
+
+async def test_a_policy_subclass_decides_read_only_calls_no_rule_names(
+    ws: Path, tools: list[Tool], reads: list[str]
+) -> None:
+    lockdown = Lockdown()
+    rt = Runtime(tools, root=ws, policy=lockdown)
+    for _ in range(2):  # the second call comes after the tool's plan is cached
+        r = await rt.call("read_note", {"path": "a.txt"})
+        assert r.error is ErrorCode.PERMISSION_DENIED
+        assert "locked down" in r.content
+    assert lockdown.decided == ["read_note", "read_note"]
+    assert reads == []
+
+
+async def test_a_policy_set_later_is_consulted_for_tools_already_called(
+    ws: Path, tools: list[Tool], reads: list[str]
+) -> None:
+    rt = Runtime(tools, root=ws)
+    assert (await rt.call("read_note", {"path": "a.txt"})).ok  # no rule: decide() skipped
+    rt.policy = Lockdown()
+    r = await rt.call("read_note", {"path": "a.txt"})
+    assert r.error is ErrorCode.PERMISSION_DENIED
+    assert reads == ["a.txt"]

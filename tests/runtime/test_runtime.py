@@ -469,6 +469,27 @@ async def test_progress_events_reach_the_host() -> None:
     ]
 
 
+async def test_settings_a_host_sets_later_reach_every_stage() -> None:
+    events: list[ProgressEvent] = []
+
+    @tool(read_only=True)
+    async def work(n: int, ctx: ToolContext) -> str:
+        """Reports progress."""
+        ctx.progress("tick")
+        return ctx.locale
+
+    rt = rt_with(work)
+    assert (await rt.call("work", '{"n": 1}')).content == "en"  # plans and tables now cached
+    rt.on_progress = events.append
+    rt.locale = "zh"
+    assert (await rt.call("work", '{"n": 1}')).content == "zh"
+    assert [e.message for e in events] == ["tick"]
+    assert rt.on_progress == events.append
+    invalid = await rt.call("work", '{"n": "x"}')
+    assert invalid.error is ErrorCode.INVALID_ARGS
+    assert invalid.content != (await rt_with(work).call("work", '{"n": "x"}')).content
+
+
 async def test_a_crashing_progress_callback_does_not_fail_the_call() -> None:
     def bad(event: ProgressEvent) -> None:
         raise RuntimeError("ui crashed")

@@ -3,13 +3,20 @@
 Invariants: every call passes every stage (resolve, parse, validate, check, hooks, permit,
 run, shape) in that order; every call gets exactly one `ToolResult`; results come back in
 request order; cancellation from outside always propagates; nothing else raises.
+
+Structure, imports flowing one way (each module imports only those listed before it):
+`_messages`, `_threads`, `_shaping` (leaves) → `_calls` (the values passed between stages)
+→ `_results` (refusal results, shaping), `_hooks` (running hooks) → `_runner` (stages 7-8,
+running calls, cancellation) → `_pipeline` (`Pipeline`: stages 1-6 on top of the runner,
+pending approvals) → `_executor` (`Batch`, `StreamingExecutor`: drive a pipeline) →
+`_runtime` (`Runtime`: settings, policy and registry set-up; owns a pipeline, makes executors).
 """
 
 from __future__ import annotations
 
+from ._calls import ApproverFunc as ApproverFunc
 from ._executor import Batch as Batch
 from ._executor import StreamingExecutor as StreamingExecutor
-from ._runtime import ApproverFunc as ApproverFunc
 from ._runtime import Runtime as Runtime
 
 __all__ = ["ApproverFunc", "Batch", "Runtime", "StreamingExecutor"]

@@ -8,6 +8,9 @@ once, results strictly in request order. When a shell-kind call fails inside a c
 its shell-kind siblings in that group are cancelled. A call that needs approval (and has no
 approver) halts the batch: calls already running finish, later calls wait, and the `Batch` can
 be resumed.
+
+The executor drives a `Pipeline` (`prepare`, then `proceed` or `resume_call` in a task per
+call); it knows the `Runtime` only as the owner of that pipeline and of `max_concurrency`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal, Protocol, overload
 
 from .._context import Session, StateUpdate
 from .._contract import (
@@ -30,14 +33,28 @@ from .._contract import (
     ToolResult,
 )
 from ..errors import ConfigurationError
+from ._calls import Prepared, RunState
 from ._messages import say
-
-if TYPE_CHECKING:
-    from ._runtime import Prepared, RunState, Runtime
+from ._pipeline import Pipeline
+from ._results import fail
 
 State = Literal["queued", "executing", "completed", "yielded"]
 
 _DONE = object()
+
+
+class PipelineOwner(Protocol):
+    """What an executor runs calls through: a `Runtime`, as the executor sees it."""
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """The stages every call passes."""
+        ...
+
+    @property
+    def max_concurrency(self) -> int:
+        """Most calls running at once."""
+        ...
 
 
 @dataclass(slots=True, kw_only=True)
@@ -100,7 +117,11 @@ class Batch(Sequence[ToolResult]):
         return not any(isinstance(r, Interrupted) for r in self.results)
 
     async def resume(
-        self, runtime: Runtime, answers: Mapping[str, Approval], *, session: Session | None = None
+        self,
+        runtime: PipelineOwner,
+        answers: Mapping[str, Approval],
+        *,
+        session: Session | None = None,
     ) -> Batch:
         """Continue: answered calls carry on, finished calls keep their results."""
         ids = {c.id for c in self.calls}
@@ -133,8 +154,9 @@ class StreamingExecutor:
     `ToolResult`s (in request order). Leaving the block without closing cancels what is left.
     """
 
-    def __init__(self, runtime: Runtime, session: Session) -> None:
-        self._rt = runtime
+    def __init__(self, runtime: PipelineOwner, session: Session) -> None:
+        self._owner = runtime
+        self._pipeline = runtime.pipeline
         self._session = session
         self._entries: list[_Entry] = []
         self._by_id: dict[str, _Entry] = {}
@@ -179,7 +201,7 @@ class StreamingExecutor:
         if self._tg is None:
             raise ConfigurationError("use the executor as `async with rt.stream() as ex:`")
         entry = self._add(call)
-        prepared = self._rt.prepare(call, self._session)
+        prepared = self._pipeline.prepare(call, self._session)
         if isinstance(prepared, ToolResult):
             entry.result, entry.state = prepared, "completed"
             entry.safe = True  # it runs nothing, so it never blocks a sibling
@@ -202,7 +224,7 @@ class StreamingExecutor:
     def seed_answer(self, call: ToolCall, interrupted: Interrupted, answer: Approval) -> None:
         """Resume support: a call that waited for approval and now has its answer."""
         entry = self._add(call)
-        pending = self._rt._pending.get(call.id)  # pyright: ignore[reportPrivateUsage]
+        pending = self._pipeline.pending.get(call.id)
         if pending is None:
             raise ConfigurationError(
                 f"call {call.id!r} is not waiting for approval (already answered?)"
@@ -288,7 +310,7 @@ class StreamingExecutor:
                 continue
             if executing and not (e.safe and all(x.safe for x in executing)):
                 break
-            if len(executing) >= self._rt.max_concurrency:
+            if len(executing) >= self._owner.max_concurrency:
                 break
             if not e.safe and any(x.state == "executing" for x in self._entries[: e.index]):
                 break
@@ -301,8 +323,6 @@ class StreamingExecutor:
             self._next_start += 1
 
     def _start(self, e: _Entry) -> None:
-        from ._runtime import RunState
-
         assert self._tg is not None and e.prepared is not None
         e.prepared.t0 = time.perf_counter()  # duration counts from the start, not the queue
         e.state = "executing"
@@ -311,12 +331,14 @@ class StreamingExecutor:
 
     async def _run(self, e: _Entry) -> None:
         assert e.prepared is not None and e.run_state is not None
-        rt = self._rt
+        pipeline = self._pipeline
         try:
             if e.resume_with is not None and e.interrupted is not None:
-                result = await rt.resume_call(e.interrupted, e.resume_with, e.updates, e.run_state)
+                result = await pipeline.resume_call(
+                    e.interrupted, e.resume_with, e.updates, e.run_state
+                )
             else:
-                result = await rt.proceed(
+                result = await pipeline.proceed(
                     e.prepared, self._session, e.updates, state=e.run_state, progress=self._progress
                 )
         except asyncio.CancelledError:
@@ -324,9 +346,9 @@ class StreamingExecutor:
             task = asyncio.current_task()
             if e.run_state.reason is None or task is None or task.uncancel() > 0:
                 raise
-            result = self._cancelled(e, e.run_state.message or say(self._rt.locale, "cancelled"))
+            result = self._cancelled(e, e.run_state.message or say(pipeline.locale, "cancelled"))
         except Exception as exc:  # a bug in handrail itself: still one result per call
-            result = rt._fail(  # pyright: ignore[reportPrivateUsage]
+            result = fail(
                 e.call,
                 e.prepared.tool.name,
                 e.prepared.t0,
@@ -344,7 +366,7 @@ class StreamingExecutor:
         group = [x for x in self._entries if x.group == failed.group and x is not failed]
         if not group:
             return
-        reason = say(self._rt.locale, "sibling_failed", failed=failed.call.id)
+        reason = say(self._pipeline.locale, "sibling_failed", failed=failed.call.id)
         for x in group:
             if not x.shell:
                 continue
@@ -407,7 +429,7 @@ class StreamingExecutor:
             name = e.prepared.tool.name if e.prepared is not None else e.call.name
             e.result = Interrupted(
                 ok=False,
-                content=say(self._rt.locale, "waiting_behind", blocker=blocker),
+                content=say(self._pipeline.locale, "waiting_behind", blocker=blocker),
                 error=ErrorCode.INTERRUPTED,
                 summary=f"{name}: waiting",
                 call_id=e.call.id,
@@ -417,4 +439,4 @@ class StreamingExecutor:
 
     def _progress(self, event: ProgressEvent) -> None:
         self._out.put_nowait(event)
-        self._rt._emit_progress(event)  # pyright: ignore[reportPrivateUsage]
+        self._pipeline.emit_progress(event)

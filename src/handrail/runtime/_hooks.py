@@ -1,4 +1,8 @@
-"""Running hooks for the pipeline: Python callables inline, shell commands as processes."""
+"""Running hooks for the pipeline: Python callables inline, shell commands as processes.
+
+`hook_event` builds the event a hook sees from a prepared call; `run_pre_hooks` and
+`run_post_hooks` run the hooks that apply (stages 5 and 8) and combine their answers.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from pydantic import BaseModel
+
+from .._context import Session
+from .._contract import ToolResult
 from ..permissions import Hook, HookEvent, HookResponse
 from ..sandbox import run_command
+from ._calls import Prepared
 from ._threads import POOL
 
 logger = logging.getLogger("handrail")
@@ -35,6 +44,27 @@ class _Answer:
     blocked: str | None = None
     """Set when the hook blocks (exit 2) or failed: the message for the model."""
     failed: bool = False
+
+
+def hook_event(
+    name: str, p: Prepared, session: Session, cwd: str, result: ToolResult | None = None
+) -> HookEvent:
+    """The event hooks see for this call (`result` for the post-tool events)."""
+    # Hooks always see the validated arguments (defaults filled in), as JSON.
+    args = p.args
+    tool_input: Mapping[str, Any] = (
+        args.model_dump(mode="json", by_alias=True) if isinstance(args, BaseModel) else dict(args)
+    )
+    return HookEvent(
+        event=name,  # pyright: ignore[reportArgumentType]
+        session_id=session.id,
+        cwd=cwd,
+        mode=session.mode.value,
+        tool_name=p.tool.name,
+        tool_input=tool_input,
+        call_id=p.call.id,
+        result=result,
+    )
 
 
 async def _run_one(hook: Hook, event: HookEvent, cwd: str) -> _Answer:

@@ -1,0 +1,247 @@
+"""Stages 7 and 8: run a permitted call under its timeout and cancellation, then shape it.
+
+`Runner` also builds the `ToolContext` a tool runs with and tracks the running calls, so a
+host can cancel one. It is the base of `Pipeline` (`_pipeline.py`), which adds stages 1-6 on
+the same object: every stage reads the settings (locale, cwd, roots, hooks, ...) with no
+attribute hop in between, and a setting changed on the `Runtime` reaches them all at once.
+
+A call's timeout and a host's `cancel` both cancel the call's task; the `RunState` (or the
+cheaper `(task, ctx)` pair when nothing can stop the call yet) says which, so the result is
+TIMEOUT or CANCELLED while a cancellation from outside still propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .._context import Session, StateUpdate, ToolContext
+from .._contract import ErrorCode, ProgressEvent, ToolCall, ToolResult, make_result
+from .._tool import Tool
+from ..errors import ToolFailure
+from ..permissions import Hook, Settings
+from ._calls import Plan, Prepared, ProgressFunc, RunState
+from ._hooks import hook_event, run_post_hooks
+from ._messages import say
+from ._results import exc_text, fail, shape
+from ._threads import POOL
+
+logger = logging.getLogger("handrail")
+
+
+class Runner:
+    """Runs prepared, permitted calls and keeps track of those running, so they can be stopped.
+
+    Holds what a running tool sees through its `ToolContext` (the `Runtime` settings of the same
+    names), and the hooks; the post-tool ones run here.
+    """
+
+    def __init__(
+        self,
+        *,
+        hooks: tuple[Hook, ...],
+        settings: Settings,
+        locale: str,
+        cwd: Path,
+        read_roots: tuple[Path, ...],
+        write_roots: tuple[Path, ...],
+        default_timeout: float | None,
+        on_progress: ProgressFunc | None,
+    ) -> None:
+        self.hooks = hooks
+        self.settings = settings
+        self.locale = locale
+        self.cwd = cwd
+        self.read_roots = read_roots
+        self.write_roots = write_roots
+        self.default_timeout = default_timeout
+        self.on_progress = on_progress
+        self._hook_cache: dict[tuple[str, str], tuple[Hook, ...]] = {}
+        # A running call maps to its RunState, or (cheaper, the common case) to (task, ctx);
+        # a RunState is made on demand when such a call is cancelled.
+        self._running: dict[
+            str, RunState | tuple[asyncio.Task[Any] | None, ToolContext | None]
+        ] = {}
+        self._stops: dict[str, RunState] = {}
+
+    def cancel(self, call_id: str, reason: str) -> bool:
+        """Cancel a running call; its result becomes CANCELLED. False if it is not running."""
+        entry = self._running.get(call_id)
+        if entry is None:
+            return False
+        if isinstance(entry, RunState):
+            state = entry
+        else:
+            if call_id in self._stops:
+                return False
+            state = self._stops[call_id] = RunState(task=entry[0], ctx=entry[1])
+        if state.task is None or state.reason is not None:
+            return False
+        state.reason, state.message = "cancel", reason
+        if state.ctx is not None:
+            state.ctx.cancel()
+        state.task.cancel()
+        return True
+
+    async def _run(
+        self,
+        p: Prepared,
+        plan: Plan,
+        session: Session,
+        ctx: ToolContext | None,
+        updates: list[StateUpdate],
+        notes: list[str],
+        state: RunState | None,
+    ) -> ToolResult:
+        tool, call = p.tool, p.call
+        timeout = plan.timeout
+        task = asyncio.current_task()
+        running = self._running
+        timer: asyncio.TimerHandle | None = None
+        if state is None and timeout is None:
+            mine: RunState | tuple[asyncio.Task[Any] | None, ToolContext | None] = (task, ctx)
+        else:
+            if state is None:
+                state = RunState()
+            state.task, state.ctx = task, ctx
+            mine = state
+            if timeout is not None and task is not None:
+                timer = asyncio.get_running_loop().call_later(timeout, _expire, state)
+        running[call.id] = mine
+        try:
+            if tool.is_async:
+                value = await tool.run(p.args, ctx)  # pyright: ignore[reportArgumentType]
+            elif plan.thread:
+                value = await POOL.submit(tool.run, p.args, ctx)
+            else:
+                value = tool.run(p.args, ctx)  # pyright: ignore[reportArgumentType]
+        except asyncio.CancelledError:
+            if ctx is not None:
+                ctx.cancel()
+            if state is None:
+                state = self._stops.pop(call.id, None)
+            if state is None or state.reason is None or task is None or task.uncancel() > 0:
+                raise  # cancelled from outside: cancellation propagates
+            return await self._stopped(p, plan, session, state, notes)
+        except ToolFailure as exc:
+            result = fail(call, tool.name, p.t0, exc.code, exc.message, exc.metadata)
+            return await self._post(p, plan, session, result, notes, failed=True)
+        except Exception as exc:
+            logger.error("tool %s raised", tool.name, exc_info=exc)
+            text = say(self.locale, "tool_failed", detail=exc_text(exc))
+            result = fail(call, tool.name, p.t0, ErrorCode.EXECUTION_ERROR, text)
+            return await self._post(p, plan, session, result, notes, failed=True)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if running.get(call.id) is mine:
+                del running[call.id]
+        if state is None and self._stops:
+            state = self._stops.pop(call.id, None)
+        if state is not None and state.reason is not None and task is not None:
+            # The tool swallowed our cancellation and returned anyway: the stop still counts.
+            if task.uncancel() > 0:
+                raise asyncio.CancelledError
+            return await self._stopped(p, plan, session, state, notes)
+        if ctx is not None and ctx._updates:  # pyright: ignore[reportPrivateUsage]
+            updates.extend(ctx._updates)  # pyright: ignore[reportPrivateUsage]
+        # Fast path for the common results (short text, a number); shape() does the rest.
+        text: str | None = (
+            value if type(value) is str else str(value) if type(value) is int else None
+        )
+        if text and len(text) <= tool.max_result_chars:
+            result = make_result(True, text, call.id, tool.name, time.perf_counter() - p.t0)
+        else:
+            result = shape(self.locale, value, tool, call, session, p.t0)
+        if notes or plan.post:
+            return await self._post(p, plan, session, result, notes, failed=not result.ok)
+        return result
+
+    async def _stopped(
+        self, p: Prepared, plan: Plan, session: Session, state: RunState, notes: list[str]
+    ) -> ToolResult:
+        if state.ctx is not None:
+            state.ctx.cancel()
+        if state.reason == "timeout":
+            text = say(self.locale, "timeout", name=p.tool.name, seconds=plan.timeout or 0)
+            result = fail(p.call, p.tool.name, p.t0, ErrorCode.TIMEOUT, text)
+            return await self._post(p, plan, session, result, notes, failed=True)
+        return fail(
+            p.call,
+            p.tool.name,
+            p.t0,
+            ErrorCode.CANCELLED,
+            state.message or say(self.locale, "cancelled"),
+        )
+
+    async def _post(
+        self,
+        p: Prepared,
+        plan: Plan,
+        session: Session,
+        result: ToolResult,
+        notes: list[str],
+        *,
+        failed: bool,
+    ) -> ToolResult:
+        event_name = "post_tool_failure" if failed else "post_tool_use"
+        hooks = self._hooks_for(event_name, p.tool) if plan.post else ()
+        extra = list(notes)
+        if hooks:
+            cwd = str(self.cwd)
+            event = hook_event(event_name, p, session, cwd, result)
+            extra.extend(await run_post_hooks(hooks, event, cwd))
+        if not extra:
+            return result
+        content = result.content + "\n\n" + "\n".join(extra)
+        return replace(result, content=content)
+
+    def _context(
+        self, call: ToolCall, tool: Tool, session: Session, state: RunState | None = None
+    ) -> ToolContext:
+        timeout = tool.timeout if tool.timeout is not None else self.default_timeout
+        return ToolContext(
+            call_id=call.id,
+            tool_name=tool.name,
+            cwd=self.cwd,
+            read_roots=self.read_roots,
+            write_roots=self.write_roots,
+            session=session,
+            deadline=time.monotonic() + timeout if timeout is not None else None,
+            locale=self.locale,
+            progress=state.progress
+            if state is not None and state.progress is not None
+            else self.emit_progress,
+            settings=self.settings.tools.get(tool.name, {}),
+        )
+
+    def emit_progress(self, event: ProgressEvent) -> None:
+        """Hand a progress event to `on_progress`; a callback that raises is logged."""
+        if self.on_progress is not None:
+            try:
+                self.on_progress(event)
+            except Exception:
+                logger.exception("on_progress callback raised")
+
+    def _hooks_for(self, event: str, tool: Tool) -> tuple[Hook, ...]:
+        if not self.hooks:
+            return ()
+        key = (event, tool.name)
+        found = self._hook_cache.get(key)
+        if found is None:
+            names = (tool.name, *tool.aliases)
+            found = tuple(h for h in self.hooks if h.event == event and h.applies_to(names))
+            self._hook_cache[key] = found
+        return found
+
+
+def _expire(state: RunState) -> None:
+    if state.reason is None and state.task is not None:
+        state.reason = "timeout"
+        if state.ctx is not None:
+            state.ctx.cancel()
+        state.task.cancel()
