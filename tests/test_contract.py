@@ -37,6 +37,7 @@ def test_error_codes_are_stable() -> None:
             "URL_BLOCKED",
             "HTTP_ERROR",
             "SANDBOX_UNAVAILABLE",
+            "REPEATED_CALL",
         ]
     )
 

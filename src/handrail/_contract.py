@@ -110,6 +110,8 @@ class ErrorCode(enum.StrEnum):
     """The server answered with an HTTP error status or the transfer failed."""
     SANDBOX_UNAVAILABLE = "SANDBOX_UNAVAILABLE"
     """No OS sandbox is available and the configuration refuses to run without one."""
+    REPEATED_CALL = "REPEATED_CALL"
+    """An agent loop refused the call: the same call, same arguments, came too often in a row."""
 
 
 class ToolKind(enum.StrEnum):
@@ -230,6 +232,8 @@ class ApprovalRequest:
     """What the call will touch."""
     suggested_rules: tuple[str, ...] = ()
     """Rules an "allow always" answer would add, most specific first."""
+    agent: str = ""
+    """The sub-agent that asks (e.g. `explore#1`), or `""` for the host's own calls."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

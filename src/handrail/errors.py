@@ -5,6 +5,8 @@ the sandbox does ends as a `ToolResult`. Exceptions are for programmers, at setu
 
 * HandrailError
   + ConfigurationError   misuse at setup: a bad tool name, duplicate names, malformed settings
+  + ModelError           a model server refused or failed a request (after any retries); its
+                         message says what to fix (key, model name, base URL)
 * ToolFailure            raised by a tool to fail with a stable code and text for the model
                          (caught by the runtime, never propagated)
 """
@@ -12,11 +14,11 @@ the sandbox does ends as a `ToolResult`. Exceptions are for programmers, at setu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from ._contract import ErrorCode
 
-__all__ = ["ConfigurationError", "HandrailError", "ToolFailure"]
+__all__ = ["ConfigurationError", "HandrailError", "ModelError", "ModelErrorKind", "ToolFailure"]
 
 
 class HandrailError(Exception):
@@ -25,6 +27,43 @@ class HandrailError(Exception):
 
 class ConfigurationError(HandrailError):
     """Setup-time misuse: an invalid tool definition, duplicate names, a malformed settings file."""
+
+
+ModelErrorKind = Literal[
+    "auth",
+    "not_found",
+    "bad_request",
+    "rate_limit",
+    "server",
+    "connection",
+    "timeout",
+    "protocol",
+    "cut",
+]
+"""What went wrong with a model request (`ModelError.kind`)."""
+
+
+class ModelError(HandrailError):
+    """A model request failed for good: refused (4xx), or still failing after the retries.
+
+    `str(error)` is one readable line that says what to fix; `kind` and `status` are for
+    programs. `retryable` says whether trying again later could help (rate limits, 5xx, a
+    dropped or hung connection), as opposed to a bad key, an unknown model or a bad request.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: ModelErrorKind,
+        status: int | None = None,
+        retryable: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind: ModelErrorKind = kind
+        self.status = status
+        self.retryable = retryable
 
 
 class ToolFailure(Exception):
