@@ -17,6 +17,8 @@ NAMESPACES = [
     "handrail.permissions",
     "handrail.sandbox",
     "handrail.runtime",
+    "handrail.agent",
+    "handrail.testing",
 ]
 
 
@@ -57,6 +59,28 @@ def test_importing_handrail_pulls_no_heavy_optional_modules() -> None:
     code = (
         "import sys, handrail; "
         "print(','.join(m for m in ('mcp', 'httpx', 'anyio') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("name", ["handrail.agent", "handrail.testing"])
+def test_namespace_names_report_their_public_module(name: str) -> None:
+    mod = importlib.import_module(name)
+    for attr in mod.__all__:
+        obj = getattr(mod, attr)
+        if isinstance(obj, type) or inspect.isfunction(obj):
+            assert obj.__module__ in (name, "handrail.errors"), (
+                f"{name}.{attr} reports {obj.__module__}"
+            )
+
+
+def test_the_agent_layer_loads_no_vendor_sdk_and_no_mcp() -> None:
+    # `handrail run` starts fast because the agent layer speaks HTTP itself.
+    code = (
+        "import sys, handrail.agent, handrail._cli._run; "
+        "print(','.join(m for m in ('mcp', 'openai', 'anthropic', 'google.genai', 'litellm') "
+        "if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

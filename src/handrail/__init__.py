@@ -5,7 +5,8 @@ runs it with a time limit, runs independent calls in parallel (even while the mo
 streaming), and hands back one uniform `ToolResult`, whatever happened.
 
 Layers (imports flow one way): `_contract` (values) -> `validation` -> `_context` / `_tool` ->
-`_registry` -> `permissions` -> `sandbox` -> `runtime` -> `_cli`.
+`_registry` -> `permissions` -> `sandbox` -> `runtime` -> `builtin` -> `providers` -> `mcp` ->
+`agent` -> `_cli`; `testing` (the scripted model server) stands alone.
 """
 
 from __future__ import annotations
