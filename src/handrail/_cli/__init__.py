@@ -1,13 +1,14 @@
-"""The `handrail` command: tools, call, serve, and a demo.
+"""The `handrail` command: tools, call, run, serve, and a demo.
 
 `handrail demo` shows the runtime at work with no model and no API key; `handrail tools` lists
 the tools a model would see; `handrail call` makes one call through the whole pipeline;
-`handrail serve` is the MCP server. The subcommands live in `_cli_*.py`; what is slow to
-import (rich, the MCP SDK) is imported only inside the command that needs it, so `handrail
---help` stays quick and only `serve` (or a configured MCP server) loads the MCP SDK.
+`handrail run` runs the agent headless on one prompt; `handrail serve` is the MCP server. The
+subcommands live in `_cli/_*.py`; what is slow to import (rich, the MCP SDK, the agent layer)
+is imported only inside the command that needs it, so `handrail --help` stays quick and only
+`serve` (or a configured MCP server) loads the MCP SDK.
 
 Exit status: 0 ok, 1 a failed call (or an unexpected error), 2 a usage or configuration error,
-130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+130 interrupted (Ctrl-C), 143 terminated (SIGTERM); `run` adds 53 (turn limit) and 54 (budget).
 """
 
 from __future__ import annotations
@@ -117,6 +118,9 @@ async def _demo() -> int:
         f"   the approver was asked {len(asked)} time(s) and denied; the model gets a clear result."
     )
     await _demo_files()
+    from ._demo_agent import demo_agent
+
+    await demo_agent()
     return 0
 
 
@@ -184,7 +188,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The main parser, and each subcommand's (whose errors name the subcommand)."""
-    from . import _call, _serve, _tools
+    from . import _call, _run, _serve, _tools
     from ._common import add_common_options
 
     parser = _Parser(
@@ -199,7 +203,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             "demo", help="run a scripted demo of the runtime (no model, no API key)"
         )
     }
-    for module in (_tools, _call, _serve):
+    for module in (_tools, _call, _run, _serve):
         command = module.add_parser(sub)
         add_common_options(command)
         commands[command.prog.split()[-1]] = command
@@ -225,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stdout)
         return 0
-    return _run(args)
+    return _dispatch(args)
 
 
 def _quiet_stdout() -> None:
@@ -265,7 +269,7 @@ async def _until_terminated(command: Coroutine[Any, Any, int]) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _dispatch(args: argparse.Namespace) -> int:
     from ..errors import HandrailError
     from ._common import CliError, common_options, setup_logging, warn
 
@@ -276,6 +280,8 @@ def _run(args: argparse.Namespace) -> int:
             from ._tools import run
         elif args.command == "call":
             from ._call import run
+        elif args.command == "run":
+            from ._run import run
         else:
             from ._serve import run
         return asyncio.run(_until_terminated(run(args, opts)))

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from .._contract import Approval
+from ..runtime import Runtime
 from ._common import CliError, CommonOptions, load_tool_set
 
 if TYPE_CHECKING:
@@ -33,7 +36,50 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help="serve streamable HTTP on HOST:PORT (e.g. 127.0.0.1:8765) instead of stdio",
     )
+    agent = parser.add_argument_group(
+        "sub-agents",
+        "offer the `agent` tool: the client's model hands a task to a sub-agent that runs on "
+        "this model, with a policy never wider than the server's; its approvals are asked of "
+        "the client's user",
+    )
+    agent.add_argument(
+        "--agent-model", metavar="PROVIDER:MODEL", help="e.g. deepseek:deepseek-chat"
+    )
+    agent.add_argument("--agent-base-url", metavar="URL", help="the model API's root URL")
+    agent.add_argument(
+        "--agent-api-key-env", metavar="NAME", help="the variable holding the model's API key"
+    )
     return parser
+
+
+def _agent_setup(ns: argparse.Namespace) -> tuple[Callable[[Runtime], None] | None, list[Any]]:
+    """What `serve` calls to add the `agent` tool, and what must be closed afterwards."""
+    if not ns.agent_model:
+        return None, []
+    from ..agent import Agent, ApprovalAsked, ModelClient
+    from ..mcp import current_asker
+
+    options: dict[str, Any] = {}
+    if ns.agent_base_url:
+        options["base_url"] = ns.agent_base_url
+        options["key_required"] = False
+    if ns.agent_api_key_env:
+        options["api_key_env"] = ns.agent_api_key_env
+    client = ModelClient.from_spec(ns.agent_model, **options)
+    opened: list[Any] = [client]
+
+    async def ask_client(asked: ApprovalAsked) -> Approval:
+        ask = current_asker()
+        if ask is None:  # pragma: no cover - every served call sets one
+            return Approval.deny("nobody can approve this sub-agent's call")
+        return await ask(asked.request)
+
+    def setup(rt: Runtime) -> None:
+        # The host answers the runtime's own approvals (elicitation); the agent only adds the
+        # `agent` tool, and routes its children's questions to the calling client.
+        opened.append(Agent(client, rt, approver=ask_client, take_approvals=False))
+
+    return setup, opened
 
 
 def parse_http(value: str) -> tuple[str, int]:
@@ -51,6 +97,7 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
     http = parse_http(ns.http) if ns.http else None
     from ..mcp import serve  # the SDK itself is imported when the server starts
 
+    setup, opened = _agent_setup(ns)
     tools = await load_tool_set(opts)
     extra = opts.settings
     mode = opts.mode or (
@@ -74,9 +121,12 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
                 load_settings=opts.load_settings,
                 settings=extra,
                 ready=ready,
+                setup=setup,
             )
         except ImportError as exc:  # no MCP SDK: the message says what to install
             raise CliError(str(exc)) from exc
     finally:
+        for item in reversed(opened):
+            await item.aclose()
         await tools.aclose()
     return 0

@@ -1,0 +1,415 @@
+"""`handrail run`: one headless agent run, the way `claude -p` and `codex exec` work.
+
+The prompt comes as an argument or on stdin. Output formats: `text` (progress on stderr, only
+the final answer on stdout), `json` (one result object at the end), `stream-json` (every event
+as a JSON line, ending with the same result object). Calls that would ask for approval are
+denied, and the model is told which rule would allow them, unless stdin and stderr are a
+terminal and the output is text: then the terminal asks. Ctrl-C interrupts the run (every
+started call still gets a result, and the session can be resumed); a second Ctrl-C quits.
+
+Exit status: 0 success, 1 model or runtime error, 2 usage error, 53 turn limit reached,
+54 budget spent, 130 interrupted, 143 terminated. A replay exits 0 when every tool result
+matches the recording and 1 when some differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from .._contract import Approval
+from ._common import CliError, CommonOptions, load_tool_set, make_runtime
+
+if TYPE_CHECKING:
+    from ..agent import Agent, ApprovalAsked, Event, RunResult, SavedSession
+    from ._common import SubParsers
+
+EXIT = {
+    "success": 0,
+    "error_model": 1,
+    "error_context": 1,
+    "error_max_turns": 53,
+    "error_budget": 54,
+    "interrupted": 130,
+}
+"""Exit status per result subtype."""
+DEFAULT_MAX_TURNS = 100
+
+
+def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
+    """Register `handrail run`."""
+    parser = sub.add_parser(
+        "run",
+        help="run the agent headless on one prompt and print its answer",
+        description="Run the agent on one prompt without a terminal UI: the model works with "
+        "the coding tools until it answers. Exit status: 0 success, 1 model or runtime error, "
+        "2 usage error, 53 turn limit, 54 budget spent, 130 interrupted.",
+    )
+    parser.add_argument("prompt", nargs="?", help="the task (default: read from stdin)")
+    parser.add_argument(
+        "--model",
+        metavar="PROVIDER:MODEL",
+        help="e.g. anthropic:claude-sonnet-4-5, openai:gpt-5, deepseek:deepseek-chat, "
+        "ollama:qwen3, or a wire format (openai_chat, openai_responses, anthropic, gemini) "
+        "with --base-url",
+    )
+    parser.add_argument("--base-url", metavar="URL", help="the model API's root URL")
+    parser.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="the environment variable holding the API key (default: the provider's usual one)",
+    )
+    parser.add_argument(
+        "--output-format",
+        choices=("text", "json", "stream-json"),
+        default="text",
+        help="text: the answer on stdout, progress on stderr; json: one result object; "
+        "stream-json: every event as a JSON line",
+    )
+    parser.add_argument(
+        "--max-turns",
+        type=int,
+        default=DEFAULT_MAX_TURNS,
+        metavar="N",
+        help=f"most model turns (default {DEFAULT_MAX_TURNS})",
+    )
+    parser.add_argument(
+        "--max-budget-tokens", type=int, metavar="N", help="stop once N tokens were used"
+    )
+    parser.add_argument(
+        "--max-budget-usd",
+        type=float,
+        metavar="USD",
+        help="stop once this much was spent (models with known prices)",
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--resume", metavar="ID", help="carry on the session with this id")
+    group.add_argument(
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="carry on the latest session of this workspace",
+    )
+    group.add_argument(
+        "--replay",
+        metavar="TRANSCRIPT",
+        help="play a saved session's model responses back, run the tools anew, and report "
+        "where the results now differ (no model needed)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="seconds the model server may stay silent before the request is retried",
+    )
+    parser.add_argument(
+        "--no-stream", action="store_true", help="ask for whole responses instead of streams"
+    )
+    parser.add_argument("--no-save", action="store_true", help="do not write a session transcript")
+    return parser
+
+
+def _prompt(ns: argparse.Namespace, stdin: TextIO) -> str | None:
+    if ns.prompt is not None and ns.prompt != "-":
+        return ns.prompt
+    if ns.prompt is None and stdin.isatty():
+        return None
+    return stdin.read()
+
+
+def _client(ns: argparse.Namespace, header: dict[str, Any] | None) -> Any:
+    from ..agent import ModelClient
+
+    spec = ns.model
+    options: dict[str, Any] = {"timeout": ns.timeout, "stream": not ns.no_stream}
+    if ns.base_url:
+        options["base_url"] = ns.base_url
+        options.setdefault("key_required", False)
+    if ns.api_key_env:
+        options["api_key_env"] = ns.api_key_env
+    if spec is None and header is not None:
+        spec = str(header.get("model") or "")
+        if header.get("base_url") and not ns.base_url:
+            options["base_url"] = header["base_url"]
+    if not spec:
+        raise CliError(
+            "--model PROVIDER:MODEL is required (e.g. --model anthropic:claude-sonnet-4-5)"
+        )
+    return ModelClient.from_spec(spec, **options)
+
+
+def _saved(ns: argparse.Namespace, root: Path) -> SavedSession | None:
+    """The session to replay or carry on, if the options name one."""
+    from ..agent import find_session, latest_session, load_session
+
+    if ns.replay:
+        return load_session(Path(ns.replay).expanduser())
+    if not (ns.resume or ns.continue_):
+        return None
+    path = find_session(root, ns.resume) if ns.resume else latest_session(root)
+    if path is None:
+        raise CliError(f"no earlier session for {root} to continue")
+    return load_session(path)
+
+
+def _hide_key(client: Any, named: str | None) -> None:
+    """Keep a key from a variable the user named away from every process handrail starts.
+
+    The usual variables (OPENAI_API_KEY, ...) are kept from shell commands already; a custom
+    one is read into the client now and removed from this process's environment, so no shell
+    command, hook or server started later can read it.
+    """
+    import os
+
+    if named and named in os.environ:
+        client.set_api_key(os.environ.pop(named))
+
+
+async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
+    """Run the agent; print as the output format says; return the exit status."""
+    from ..agent import Agent, ModelClient, is_own_session
+
+    prompt = None if ns.replay else _prompt(ns, sys.stdin)
+    saved = _saved(ns, opts.root)
+    if not ns.replay and not (prompt or "").strip():
+        raise CliError("no prompt: give it as an argument or on stdin")
+    if ns.max_turns < 1:
+        raise CliError("--max-turns must be at least 1")
+    # A transcript from elsewhere (a checkout, a download) is data, not configuration: its
+    # model, base URL and recorded approvals are trusted only from the user's own state folder.
+    own = saved is not None and is_own_session(saved.path)
+    client: Any
+    if ns.replay:
+        from ..agent._replay import ReplayModel
+
+        assert saved is not None
+        client = ReplayModel(saved)
+    else:
+        if saved is not None and not own and not ns.model:
+            raise CliError(
+                f"{saved.path} is not one of your saved sessions: name the model to continue it "
+                "with --model (and --base-url)"
+            )
+        client = _client(ns, saved.header if own and saved is not None else None)
+    if isinstance(client, ModelClient):
+        _hide_key(client, ns.api_key_env)
+        if ns.max_budget_usd is not None and client.info.prices is None:
+            raise CliError(
+                f"--max-budget-usd needs the prices of {client.model!r}, which handrail does not "
+                "know; use --max-budget-tokens"
+            )
+    tools = await load_tool_set(opts)
+    # Everything imported and built so far lives as long as the process: keep the collector
+    # from walking it on every collection and again at exit (about 200 ms of CPU at exit).
+    gc.freeze()
+    try:
+        rt = make_runtime(opts, tools.registry)
+        if saved is not None and own and not ns.replay:
+            rt.session.id = saved.id  # carry on in the same transcript
+        out = _Output(ns.output_format, sys.stdout, sys.stderr)
+        approver = None
+        if ns.replay and own:
+            from ..agent._replay import recorded_approver
+
+            assert saved is not None
+            approver = recorded_approver(saved)
+        elif ns.replay:
+            out.note(
+                f"{saved.path if saved else ns.replay} is not one of your saved sessions: its "
+                "recorded approvals are not replayed (calls that would ask are denied)"
+            )
+        elif ns.output_format == "text" and sys.stdin.isatty() and sys.stderr.isatty():
+            approver = _terminal(opts.root)
+        agent = Agent(
+            client,
+            rt,
+            approver=approver,
+            max_turns=ns.max_turns,
+            max_tokens=ns.max_budget_tokens,
+            max_cost_usd=ns.max_budget_usd,
+            save=not ns.no_save and not ns.replay,
+            transcript=saved.path if saved is not None and own and not ns.replay else None,
+            agents=not ns.replay,
+        )
+        if saved is not None and not ns.replay:
+            agent.restore(saved.messages, saved.state)
+        try:
+            if ns.replay:
+                assert saved is not None
+                return await _replay(agent, saved, out)
+            assert prompt is not None
+            try:
+                result = await _interruptible(agent, prompt, out)
+            except asyncio.CancelledError:  # SIGTERM: the run recorded its end; say it too
+                if out.result is not None:
+                    out.finish(out.result)
+                raise
+        finally:
+            await agent.aclose()
+            await rt.aclose()
+    finally:
+        await tools.aclose()
+    out.finish(result)
+    return EXIT.get(result.subtype, 1)
+
+
+async def _interruptible(agent: Agent, prompt: str, out: _Output) -> RunResult:
+    """Run; the first Ctrl-C interrupts the run cleanly, the second one quits at once."""
+    loop = asyncio.get_running_loop()
+    pressed = 0
+
+    def on_sigint() -> None:
+        nonlocal pressed
+        pressed += 1
+        if pressed == 1 and agent.interrupt():
+            out.note("interrupting: stopping running tools (Ctrl-C again to quit now)")
+            return
+        raise KeyboardInterrupt
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        installed = True
+    except (NotImplementedError, RuntimeError, ValueError):
+        installed = False
+    try:
+        return await agent.run(prompt, on_event=out.event)
+    finally:
+        if installed:
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+async def _replay(agent: Agent, saved: Any, out: _Output) -> int:
+    from ..agent._replay import compare, prompts
+
+    result = None
+    for prompt in prompts(saved):
+        result = await agent.run(prompt, on_event=out.event)
+    differences = compare(saved.messages, agent.messages)
+    out.replay(differences, result)
+    return 1 if differences else 0
+
+
+def _terminal(root: Path) -> Any:
+    from rich.console import Console
+
+    from ._call import terminal_approver
+
+    ask = terminal_approver(root, Console(stderr=True, highlight=False), sys.stdin)
+
+    async def approve(asked: ApprovalAsked) -> Approval:
+        if asked.agent != "main":
+            sys.stderr.write(f"[{asked.agent}] ")
+        return await ask(asked.request)
+
+    return approve
+
+
+class _Output:
+    """Writes what the output format asks for; progress lines go to stderr in text mode."""
+
+    def __init__(self, fmt: str, stdout: TextIO, stderr: TextIO) -> None:
+        self.fmt = fmt
+        self.stdout = stdout
+        self.stderr = stderr
+        self.result: RunResult | None = None
+        """The run's result once it finished (printed even if the process is stopping)."""
+
+    def _line(self, stream: TextIO, text: str) -> None:
+        try:
+            stream.write(text + "\n")
+            stream.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    def note(self, text: str) -> None:
+        """A message for the user, never on stdout."""
+        self._line(self.stderr, f"handrail: {text}")
+
+    def event(self, event: Event) -> None:
+        """One event of the run."""
+        from ..agent import RunFinished
+
+        if isinstance(event, RunFinished):
+            self.result = event.result
+        if self.fmt == "stream-json":
+            if event.type != "result":
+                self._line(self.stdout, json.dumps(event.to_json(), ensure_ascii=False))
+            return
+        if self.fmt != "text":
+            if event.type == "notice":  # json: stdout holds one object; warnings still show
+                self.note(event.to_json()["text"])
+            return
+        line = _progress(event.to_json())
+        if line:
+            self._line(self.stderr, line)
+
+    def finish(self, result: RunResult) -> None:
+        """The end of the run: the answer (text) or the result object (json, stream-json)."""
+        if self.fmt == "text":
+            if result.result:
+                self._line(self.stdout, result.result)
+            if result.is_error:
+                self.note(f"{result.subtype}: {result.error}")
+            if result.session_id and result.subtype in (
+                "interrupted",
+                "error_max_turns",
+                "error_budget",
+            ):
+                self.note(f"carry on with: handrail run --resume {result.session_id} PROMPT")
+            return
+        self._line(self.stdout, json.dumps(result.to_json(), ensure_ascii=False))
+
+    def replay(self, differences: list[Any], result: RunResult | None) -> None:
+        """The replay's report."""
+        if self.fmt == "text":
+            if not differences:
+                self._line(self.stdout, "replay: every tool result matches the recording")
+            for d in differences:
+                self._line(self.stdout, d.describe())
+            return
+        report = {
+            "type": "replay",
+            "matches": not differences,
+            "differences": [d.to_json() for d in differences],
+            "result": result.to_json() if result is not None else None,
+        }
+        self._line(self.stdout, json.dumps(report, ensure_ascii=False))
+
+
+def _progress(data: dict[str, Any]) -> str | None:
+    kind = data["type"]
+    if kind == "tool_call_started":
+        call = data["call"]
+        args = call["arguments"]
+        text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        return f"-> {call['name']} {_short(text)}"
+    if kind == "tool_call_finished":
+        r = data["result"]
+        status = "ok" if r["ok"] else r.get("error", "failed")
+        ms = int(r.get("duration", 0) * 1000)
+        summary = r.get("summary") or r["content"].splitlines()[0] if r["content"] else ""
+        return f"   {status} {r['tool_name']} ({ms} ms) {_short(summary)}"
+    if kind == "approval_answered" and data["by"] == "policy":
+        return f"   denied (nobody to ask): {_short(data['reason'] or '')}"
+    if kind == "model_retry":
+        return f"handrail: retrying in {data['delay']:.1f} s: {_short(data['reason'])}"
+    if kind == "notice":
+        return f"handrail: {data['text']}"
+    if kind == "compaction":
+        return (
+            f"handrail: compacted the conversation ({data['tokens_before']:,} -> "
+            f"{data['tokens_after']:,} tokens)"
+        )
+    return None
+
+
+def _short(text: str, limit: int = 100) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
