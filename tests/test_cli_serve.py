@@ -199,3 +199,52 @@ def test_a_bad_http_address_is_a_usage_error(workspace: Path, value: str) -> Non
         done.stderr == f"handrail: error: --http {value}: expected HOST:PORT, e.g. 127.0.0.1:8765\n"
     )
     assert done.stdout == ""
+
+
+async def test_serve_offers_a_sub_agent_whose_approvals_reach_the_client(
+    workspace: Path,
+) -> None:
+    import mcp_types as types
+
+    from handrail.testing import ModelServer, Reply, ToolUse
+
+    asked: list[str] = []
+
+    async def accept(context: object, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={})
+
+    script = [
+        # The sub-agent's turns: it writes a file (which asks), then answers.
+        Reply(tool_calls=[ToolUse("run_shell", {"command": "echo made > child.txt"})]),
+        Reply(text="I wrote child.txt."),
+    ]
+    with ModelServer(script) as model:
+        params = server(
+            workspace,
+            "--agent-model",
+            "openai_chat:scripted",
+            "--agent-base-url",
+            model.base_url("openai_chat"),
+        )
+        params.env = {**(params.env or {}), "HANDRAIL_STATE_DIR": str(workspace.parent / "state")}
+        with anyio.fail_after(WAIT):
+            async with Client(params, mode="legacy", elicitation_callback=accept) as client:
+                listed = await client.list_tools()
+                agent = next(t for t in listed.tools if t.name == "agent")
+                assert "explore" in (agent.description or "")
+                result = await client.call_tool(
+                    "agent",
+                    {
+                        "description": "make a file",
+                        "prompt": "Create child.txt containing 'made'.",
+                        "agent_type": "general",
+                    },
+                )
+        assert result.is_error is False, text(result)
+        assert "I wrote child.txt." in text(result)
+        assert (workspace / "child.txt").read_text() == "made\n"
+        # The child's shell call was put to the client's user, naming the sub-agent.
+        assert len(asked) == 1
+        assert asked[0].startswith("The sub-agent general#1 asks.\nhandrail: allow `run_shell`")
+        assert model.problems == []

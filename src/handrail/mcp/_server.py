@@ -6,13 +6,37 @@ cheap for commands that never start a server.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Literal
 
-from .. import ConfigurationError, PermissionMode, Registry, Runtime, Settings
+from .. import (
+    Approval,
+    ApprovalRequest,
+    ConfigurationError,
+    PermissionMode,
+    Registry,
+    Runtime,
+    Settings,
+)
 
-__all__ = ["serve"]
+__all__ = ["current_asker", "serve"]
+
+AskFunc = Callable[[ApprovalRequest], Awaitable[Approval]]
+
+_ASKER: ContextVar[AskFunc | None] = ContextVar("handrail_mcp_asker", default=None)
+
+
+def current_asker() -> AskFunc | None:
+    """Inside a served tool call: ask that call's MCP client user (elicitation), else None.
+
+    A tool that needs a further approval while it runs (a sub-agent's call) uses it; the
+    answer follows the same rules as the server's own approvals (the fallback when the client
+    cannot ask).
+    """
+    return _ASKER.get()
+
 
 _SDK_MODULES = frozenset({"mcp", "mcp_types", "uvicorn", "starlette", "sse_starlette"})
 
@@ -30,6 +54,7 @@ async def serve(
     settings: Settings | None = None,
     ready: Callable[[str], None] | None = None,
     ask_fallback: Literal["deny", "allow"] = "deny",
+    setup: Callable[[Runtime], None] | None = None,
 ) -> None:
     """Serve a registry's tools to MCP clients until stopped.
 
@@ -66,6 +91,8 @@ async def serve(
         ready: Called once, with the URL (or `"stdio"`), when the server is listening.
         ask_fallback: When a call asks and the client cannot answer an elicitation: `deny`
             (the model is told which allow rule would let it run) or `allow`.
+        setup: Called with the runtime before serving starts (e.g. to add tools bound to it,
+            such as the `agent` tool).
 
     Raises:
         ConfigurationError: A bad root, mode, rule, address or fallback.
@@ -99,6 +126,8 @@ async def serve(
         settings=settings,
         load_settings=load_settings,
     )
+    if setup is not None:
+        setup(runtime)
     try:
         from . import _server_app as app_module
     except ImportError as exc:

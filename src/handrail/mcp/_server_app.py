@@ -39,8 +39,18 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from .. import Approval, Interrupted, ProgressEvent, Runtime, Session, Tool, ToolResult
+from .. import (
+    Approval,
+    ApprovalRequest,
+    Interrupted,
+    ProgressEvent,
+    Runtime,
+    Session,
+    Tool,
+    ToolResult,
+)
 from .._version import __version__
+from ._server import _ASKER  # pyright: ignore[reportPrivateUsage]
 from ._server_wire import (
     approval_message,
     call_result,
@@ -231,9 +241,19 @@ class McpApp:
         self, ctx: Ctx, session: Session, name: str, arguments: Mapping[str, Any], call_id: str
     ) -> ToolResult:
         rt = self.rt
-        result = await self._until_stopped(
-            call_id, lambda: rt.call(name, arguments, call_id=call_id, session=session)
-        )
+
+        async def ask(request: ApprovalRequest) -> Approval:
+            return await self._ask(ctx, request)
+
+        # A tool that needs a further approval while it runs (a sub-agent's calls) asks this
+        # call's client through the same channel (see `current_asker`).
+        token = _ASKER.set(ask)
+        try:
+            result = await self._until_stopped(
+                call_id, lambda: rt.call(name, arguments, call_id=call_id, session=session)
+            )
+        finally:
+            _ASKER.reset(token)
         if isinstance(result, Interrupted) and result.approval is not None:
             waiting = result
             answer = await self._approve(ctx, waiting)
@@ -269,27 +289,30 @@ class McpApp:
         """Ask the client's user (elicitation), or apply the fallback; never leaves it pending."""
         request = waiting.approval
         assert request is not None
-        loc = self.rt.locale
         try:
-            if not self._can_elicit(ctx):
-                if self.ask_fallback == "allow":
-                    return Approval.allow_once()
-                return Approval.deny(fallback_reason(request, loc))
-            try:
-                answer = await ctx.session.elicit_form(
-                    approval_message(request, loc),
-                    _EMPTY_FORM,
-                    related_request_id=ctx.request_id,
-                )
-            except Exception as exc:  # the client answered with an error, or went away
-                logger.warning("elicitation for %s failed: %s", request.tool_name, exc)
-                detail = str(exc) or type(exc).__name__
-                return Approval.deny(say(loc, "ask_failed", name=request.tool_name, detail=detail))
+            return await self._ask(ctx, request)
         except BaseException:
             # Cancelled while the user was being asked: release the pending call.
             with anyio.CancelScope(shield=True):
-                await self.rt.resume(waiting, Approval.deny(say(loc, "cancelled")))
+                await self.rt.resume(waiting, Approval.deny(say(self.rt.locale, "cancelled")))
             raise
+
+    async def _ask(self, ctx: Ctx, request: ApprovalRequest) -> Approval:
+        loc = self.rt.locale
+        if not self._can_elicit(ctx):
+            if self.ask_fallback == "allow":
+                return Approval.allow_once()
+            return Approval.deny(fallback_reason(request, loc))
+        try:
+            answer = await ctx.session.elicit_form(
+                approval_message(request, loc),
+                _EMPTY_FORM,
+                related_request_id=ctx.request_id,
+            )
+        except Exception as exc:  # the client answered with an error, or went away
+            logger.warning("elicitation for %s failed: %s", request.tool_name, exc)
+            detail = str(exc) or type(exc).__name__
+            return Approval.deny(say(loc, "ask_failed", name=request.tool_name, detail=detail))
         if answer.action == "accept":
             return Approval.allow_once()
         key = "declined" if answer.action == "decline" else "dismissed"

@@ -71,6 +71,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "plan": "The plan:\n{plan}",
         "args": "run with the arguments {args}",
         "and": "; ",
+        "by_agent": "The sub-agent {agent} asks.",
     },
     "zh": {
         "ask_fallback": (
@@ -95,6 +96,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "plan": "计划:\n{plan}",
         "args": "以参数 {args} 运行",
         "and": ";",
+        "by_agent": "子代理 {agent} 发出请求。",
     },
 }
 
@@ -213,6 +215,8 @@ def approval_message(request: ApprovalRequest, locale: str) -> str:
     )
     text = say(locale, "ask", name=request.tool_name, what=what, reason=request.reason.rstrip("."))
     plans = [q.plan for q in request.requests if isinstance(q, SwitchMode) and q.plan]
+    if request.agent:
+        text = say(locale, "by_agent", agent=request.agent) + "\n" + text
     return "\n\n".join([text, *(say(locale, "plan", plan=p) for p in plans)])
 
 
