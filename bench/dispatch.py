@@ -36,6 +36,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+# `python bench/dispatch.py` puts bench/ first on sys.path, where bench/mcp.py would shadow the
+# real `mcp` package that openai-agents and fastmcp import.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
 # ---------------------------------------------------------------------------------------------
 # The tools. Plain functions, wrapped by each framework's own decorator or registration. This
 # module uses `from __future__ import annotations`, so every framework has to resolve string
