@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import time
+import types
 from collections.abc import Coroutine, Sequence
 from typing import Any, NoReturn
 
@@ -210,8 +211,28 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     return parser, commands
 
 
+def _without_httpx_cli() -> None:
+    """Keep httpx from importing its own command line into this process.
+
+    httpx's `__init__` imports `httpx._main` (click, rich's console, pygments: 60-100 ms, a
+    tenth of `handrail run`'s start-up) whenever click is installed, as it is beside the MCP
+    SDK. The `handrail` command never runs httpx's CLI, so a stand-in takes its place; library
+    users are not affected (this runs only in the console script).
+    """
+    if "httpx" in sys.modules or "httpx._main" in sys.modules:
+        return
+    stand_in = types.ModuleType("httpx._main")
+
+    def httpx_main() -> None:
+        raise SystemExit("httpx's command line is not available inside handrail")
+
+    stand_in.main = httpx_main  # pyright: ignore[reportAttributeAccessIssue]
+    sys.modules["httpx._main"] = stand_in
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `handrail` console script."""
+    _without_httpx_cli()
     parser, commands = _parser()
     # parse_known_args, so that `call` accepts options after its key=value arguments too.
     args, extra = parser.parse_known_args(argv)
