@@ -523,3 +523,45 @@ async def test_every_turn_reuses_one_connection(
             result = await agent.run("list")
         assert result.usage.requests == 4
         assert len(connects) == 1, provider
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_whole_responses_run_the_same_loop(
+    provider: str, workspace: Path, server: ModelServer, client: Any
+) -> None:
+    server.push(
+        Reply(text="Reading.", tool_calls=[ToolUse("read_file", {"file_path": "greet.py"})]),
+        Reply(text="It greets with Hello."),
+    )
+    rec = Recorder()
+    agent = Agent(client(provider, stream=False), coding_runtime(workspace), save=False)
+    async with asyncio.timeout(20):
+        result = await agent.run("What does greet say?", on_event=rec)
+    assert result.subtype == "success" and result.result == "It greets with Hello."
+    assert not any(r.stream for r in server.requests)
+    assert [e["result"]["ok"] for e in rec.of("tool_call_finished")] == [True]
+    assert "Hello, " in tool_results_sent(server)
+    assert server.problems == []
+
+
+async def test_calls_with_a_repeated_id_get_their_own_results(
+    workspace: Path, server: ModelServer, client: Any
+) -> None:
+    # A buggy server sends the same id twice: each call still runs and is answered once.
+    server.push(
+        Reply(
+            tool_calls=[
+                ToolUse("list_files", {"pattern": "*.py"}, id="dup"),
+                ToolUse("grep_search", {"pattern": "greet"}, id="dup"),
+            ]
+        ),
+        Reply(text="ok"),
+    )
+    rec = Recorder()
+    agent = Agent(client("anthropic"), coding_runtime(workspace), save=False)
+    async with asyncio.timeout(20):
+        result = await agent.run("go", on_event=rec)
+    assert result.subtype == "success"
+    ids = [e["result"]["call_id"] for e in rec.of("tool_call_finished")]
+    assert len(ids) == 2 and ids[0] == "dup" and ids[1] != "dup"
+    assert all(e["result"]["ok"] for e in rec.of("tool_call_finished"))

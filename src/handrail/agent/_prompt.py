@@ -5,7 +5,8 @@ Project instructions come from `AGENTS.md` files: the user's own (`~/.config/han
 first, then every directory from the filesystem root down to the working directory, nearest
 last (nearer files take precedence). A file over the cap is cut with a marker that says so, and
 the loop reports it; nothing is dropped silently. A symlinked or non-regular `AGENTS.md` is
-skipped (a checkout could point one at a secret file), and so reported.
+skipped (a checkout could point one at a secret file), and so is one owned by another user (a
+shared folder such as /tmp above the workspace); both are reported.
 """
 
 from __future__ import annotations
@@ -79,6 +80,10 @@ def project_instructions(cwd: Path, *, user_dir: Path | None = None) -> Instruct
             continue
         if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
             notices.append(f"{path} was skipped: it is not a regular file (a symlink?)")
+            continue
+        if st.st_uid not in (os.getuid(), 0):
+            # Another user's file in a shared directory above the workspace (/tmp, say).
+            notices.append(f"{path} was skipped: it belongs to another user")
             continue
         read = _read_capped(path, FILE_CAP)
         if read is None:
