@@ -280,9 +280,27 @@ async def test_401_names_the_key_variable(
 async def test_401_without_a_key_says_the_variable_is_not_set(
     serve: Serve, connect: Connect
 ) -> None:
-    server = serve(Fault(status=401), Reply())
+    server = serve(Fault(status=401), Fault(status=401), Reply())
+    error = await fails(connect("openai_chat", server, api_key_env="MY_GATEWAY_KEY"))
+    assert "no key was sent ($MY_GATEWAY_KEY is not set)" in str(error)
+    # Another base URL than the provider's never gets the provider's own key variable.
     error = await fails(connect("openai_chat", server))
-    assert "no key was sent ($OPENAI_API_KEY is not set)" in str(error)
+    assert "no key was sent (name the variable that holds it)" in str(error)
+
+
+async def test_the_providers_own_key_never_goes_to_another_base_url(
+    serve: Serve, connect: Connect, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-openai")
+    server = serve(Reply(text="hi"), Reply(text="hi"))
+    await respond(connect("openai_chat", server))
+    assert "authorization" not in server.requests[0].headers
+    preset = ModelClient.from_spec("openai_chat:m", base_url=server.base_url("openai_chat"))
+    try:
+        await respond(preset)
+    finally:
+        await preset.aclose()
+    assert "authorization" not in server.requests[1].headers
 
 
 @pytest.mark.parametrize(
@@ -301,7 +319,7 @@ async def test_a_wrong_key_is_an_auth_error_naming_the_variable(
 ) -> None:
     # The server checks the credential the way each provider does (Gemini: 400 API_KEY_INVALID).
     server = serve(Reply(text="never"), require_key="the-right-key")
-    error = await fails(connect(provider, server, api_key=CANARY))
+    error = await fails(connect(provider, server, api_key=CANARY, api_key_env=KEY_ENV[provider]))
     assert len(server.requests) == 1
     assert (error.kind, error.retryable) == ("auth", False)
     assert f"${KEY_ENV[provider]}" in str(error)
@@ -468,7 +486,7 @@ def test_presets_pick_wire_format_endpoint_and_key(
     client = ModelClient.from_spec(spec)
     model = spec.partition(":")[2]
     assert (client.provider, client.base_url, client.model) == (provider, base_url, model)
-    assert client.spec == f"{provider}:{model}"
+    assert client.spec == spec  # as the user named it, so a resumed session finds the preset
     if key_env is None:
         assert client.key_required is False  # a local server: no key needed
     else:
@@ -555,7 +573,12 @@ async def test_the_key_variable_is_read_at_each_request(
     serve: Serve, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server = serve(Reply(text="one"), Reply(text="two"), require_key="k2")
-    client = ModelClient("anthropic", "claude-x", base_url=server.base_url("anthropic"))
+    client = ModelClient(
+        "anthropic",
+        "claude-x",
+        base_url=server.base_url("anthropic"),
+        api_key_env="ANTHROPIC_API_KEY",
+    )
     try:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "k1")
         assert (await fails(client)).kind == "auth"

@@ -20,9 +20,11 @@ import gc
 import json
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .._context import PermissionMode
 from .._contract import Approval
 from ._common import CliError, CommonOptions, load_tool_set, make_runtime
 
@@ -135,9 +137,12 @@ def _client(ns: argparse.Namespace, header: dict[str, Any] | None) -> Any:
     if ns.api_key_env:
         options["api_key_env"] = ns.api_key_env
     if spec is None and header is not None:
+        # The user's own session: the same provider, endpoint and key variable as before.
         spec = str(header.get("model") or "")
         if header.get("base_url") and not ns.base_url:
             options["base_url"] = header["base_url"]
+        if isinstance(header.get("api_key_env"), str) and not ns.api_key_env:
+            options["api_key_env"] = header["api_key_env"]
     if not spec:
         raise CliError(
             "--model PROVIDER:MODEL is required (e.g. --model anthropic:claude-sonnet-4-5)"
@@ -159,7 +164,7 @@ def _saved(ns: argparse.Namespace, root: Path) -> SavedSession | None:
     return load_session(path)
 
 
-def _hide_key(client: Any, named: str | None) -> None:
+def hide_key(client: Any, named: str | None) -> None:
     """Keep a key from a variable the user named away from every process handrail starts.
 
     The usual variables (OPENAI_API_KEY, ...) are kept from shell commands already; a custom
@@ -199,12 +204,16 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
             )
         client = _client(ns, saved.header if own and saved is not None else None)
     if isinstance(client, ModelClient):
-        _hide_key(client, ns.api_key_env)
+        hide_key(client, ns.api_key_env)
         if ns.max_budget_usd is not None and client.info.prices is None:
             raise CliError(
                 f"--max-budget-usd needs the prices of {client.model!r}, which handrail does not "
                 "know; use --max-budget-tokens"
             )
+    if ns.replay and saved is not None and not own and opts.mode is None:
+        # A transcript from elsewhere decides which calls run, as a model would: without an
+        # explicit --mode, it replays read-only.
+        opts = replace(opts, mode=PermissionMode.PLAN.value)
     tools = await load_tool_set(opts)
     # Everything imported and built so far lives as long as the process: keep the collector
     # from walking it on every collection and again at exit (about 200 ms of CPU at exit).
@@ -223,7 +232,8 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
         elif ns.replay:
             out.note(
                 f"{saved.path if saved else ns.replay} is not one of your saved sessions: its "
-                "recorded approvals are not replayed (calls that would ask are denied)"
+                "recorded approvals are not replayed (calls that would ask are denied), and "
+                "without --mode it replays in plan mode (read-only)"
             )
         elif ns.output_format == "text" and sys.stdin.isatty() and sys.stderr.isatty():
             approver = _terminal(opts.root)
@@ -239,7 +249,12 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
             agents=not ns.replay,
         )
         if saved is not None and not ns.replay:
-            agent.restore(saved.messages, saved.state)
+            # Only the user's own session brings its state back (mode, files read, session
+            # rules); a file from elsewhere brings only its conversation. An explicit --mode
+            # wins over the saved one.
+            agent.restore(saved.messages, saved.state if own else None)
+            if opts.mode is not None:
+                rt.session.mode = PermissionMode(opts.mode)
         try:
             if ns.replay:
                 assert saved is not None
@@ -394,7 +409,7 @@ def _progress(data: dict[str, Any]) -> str | None:
         r = data["result"]
         status = "ok" if r["ok"] else r.get("error", "failed")
         ms = int(r.get("duration", 0) * 1000)
-        summary = r.get("summary") or r["content"].splitlines()[0] if r["content"] else ""
+        summary = r.get("summary") or (r["content"].splitlines() or [""])[0]
         return f"   {status} {r['tool_name']} ({ms} ms) {_short(summary)}"
     if kind == "approval_answered" and data["by"] == "policy":
         return f"   denied (nobody to ask): {_short(data['reason'] or '')}"

@@ -97,8 +97,15 @@ class ModelClient:
         self.wire: Wire = wire_for(provider, base_url or "")
         self.base_url = (base_url or self.wire.default_base_url).rstrip("/")
         self.wire = wire_for(provider, self.base_url)
-        self.api_key_env = self.wire.key_env if api_key_env is None else api_key_env
-        """The variable the key is read from (`""`: none, the server needs no key)."""
+        official = self.base_url == self.wire.default_base_url.rstrip("/")
+        if api_key_env is None:
+            # A provider's key goes only to that provider: another base URL (a local server, a
+            # gateway) gets a key only from a variable named for it.
+            api_key_env = self.wire.key_env if official else ""
+        self.api_key_env = api_key_env
+        """The variable the key is read from (`""`: none is sent)."""
+        self.preset = provider
+        """The provider name users typed (`deepseek`, or the wire format itself)."""
         self._api_key = api_key
         self.headers = dict(headers or {})
         self.timeout = timeout
@@ -113,11 +120,7 @@ class ModelClient:
         )
         self.retry_delay = retry_delay
         self.max_retry_wait = max_retry_wait
-        self.key_required = (
-            key_required
-            if key_required is not None
-            else self.base_url == self.wire.default_base_url.rstrip("/")
-        )
+        self.key_required = key_required if key_required is not None else official
         self._http: httpx.AsyncClient | None = None
 
     @classmethod
@@ -137,20 +140,23 @@ class ModelClient:
                 f"PROVIDER one of {names}; got {spec!r}"
             )
         preset = PRESETS[provider]
-        elsewhere = "base_url" in options and options["base_url"] != preset.base_url
+        elsewhere = options.get("base_url") not in (None, preset.base_url)
         options.setdefault("base_url", preset.base_url)
-        if preset.key_env is not None:
+        if preset.key_env is not None and not elsewhere:
             options.setdefault("api_key_env", preset.key_env)
-            options.setdefault("key_required", not elsewhere)
+            options.setdefault("key_required", True)
         else:
-            # A local server needs no key: never send the variable of another provider.
+            # A local server needs no key, and another base URL (a gateway, a proxy) gets one
+            # only from a variable named for it: the provider's own key never goes elsewhere.
             options.setdefault("api_key_env", "")
             options.setdefault("key_required", False)
-        return cls(preset.provider, model, **options)
+        client = cls(preset.provider, model, **options)
+        client.preset = provider
+        return client
 
     def with_model(self, model: str) -> ModelClient:
         """The same endpoint, key and options, another model name."""
-        return ModelClient(
+        client = ModelClient(
             self.provider,
             model,
             base_url=self.base_url,
@@ -166,11 +172,13 @@ class ModelClient:
             max_retry_wait=self.max_retry_wait,
             key_required=self.key_required,
         )
+        client.preset = self.preset
+        return client
 
     @property
     def spec(self) -> str:
-        """`provider:model`, as shown to users."""
-        return f"{self.provider}:{self.model}"
+        """`provider:model` as the user named it (`deepseek:deepseek-chat`)."""
+        return f"{self.preset}:{self.model}"
 
     @property
     def api_key(self) -> str | None:
@@ -330,11 +338,12 @@ class ModelClient:
                 delay=_retry_after(resp.headers),
             )
         if status == 401:  # also Gemini's 400 API_KEY_INVALID
-            where = (
-                f"${self.api_key_env}"
-                if self.api_key
-                else f"no key was sent (${self.api_key_env} is not set)"
-            )
+            if self.api_key:
+                where = f"${self.api_key_env}" if self.api_key_env else "the key given"
+            elif self.api_key_env:
+                where = f"no key was sent (${self.api_key_env} is not set)"
+            else:
+                where = "no key was sent (name the variable that holds it)"
             return ModelError(
                 f"the model server refused the API key ({said}); check the key: {where}, or "
                 "name another variable with --api-key-env",

@@ -101,6 +101,10 @@ class Model(Protocol):
     async def aclose(self) -> None: ...
 
 
+_EMPTY_STOPS = frozenset({"max_tokens", "refusal", "malformed_call"})
+"""Stop reasons that, with no text and no call, mean the answer went missing."""
+
+
 class _ContextFull(Exception):
     """The conversation no longer fits the window and compaction cannot help."""
 
@@ -177,9 +181,8 @@ class Agent:
         self.name = name
         self.depth = depth
         self.max_depth = max_depth
-        self.budget = budget or Budget(max_tokens=max_tokens, max_cost_usd=max_cost_usd)
-        if budget is not None and (max_tokens is not None or max_cost_usd is not None):
-            self.budget = Budget(max_tokens=max_tokens, max_cost_usd=max_cost_usd, parent=budget)
+        # Its own budget (what this agent spent), linked to a parent's, which sees it too.
+        self.budget = Budget(max_tokens=max_tokens, max_cost_usd=max_cost_usd, parent=budget)
         self.messages: list[Message] = []
         self.session_id = runtime.session.id
         self.system: str | None = None
@@ -199,10 +202,14 @@ class Agent:
         self._context_index = 0
         self._compact_failures = 0
         self._no_tools = False
-        if agents and depth < max_depth and runtime.registry.get("agent") is None:
+        if agents and depth < max_depth:
             from ._subagents import AgentTool
 
-            runtime.registry.add(AgentTool(self))
+            found = runtime.registry.get("agent")
+            if found is None:
+                runtime.registry.add(AgentTool(self))
+            elif isinstance(found, AgentTool):
+                found.bind(self)  # the newest agent on a runtime is the children's parent
 
     # -- public ------------------------------------------------------------------------------
 
@@ -228,7 +235,11 @@ class Agent:
         return True
 
     async def events(self, prompt: str) -> AsyncIterator[Event]:
-        """`run` as an async iterator of its events (closing it early interrupts the run)."""
+        """`run` as an async iterator of its events.
+
+        Closing it early (`break` inside `async with contextlib.aclosing(...)`, or `aclose()`)
+        interrupts the run and waits until it has settled every call.
+        """
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
 
         async def runner() -> None:
@@ -237,14 +248,17 @@ class Agent:
             finally:
                 queue.put_nowait(None)
 
-        async with asyncio.TaskGroup() as tg:
-            task = tg.create_task(runner())
-            try:
-                while (event := await queue.get()) is not None:
-                    yield event
-            finally:
-                if not task.done():
-                    self.interrupt()
+        # A task of our own rather than a task group: a task group would wrap the GeneratorExit
+        # of an early close in an exception group.
+        task = asyncio.ensure_future(runner())
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+        finally:
+            if not task.done():
+                self.interrupt()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def run(
         self,
@@ -283,6 +297,7 @@ class Agent:
         )
         limit = max_turns if max_turns is not None else self.max_turns
         turns, final, subtype, error = 0, "", "success", ""
+        nudged = False
         external: asyncio.CancelledError | None = None
         try:
             while True:
@@ -301,9 +316,17 @@ class Agent:
                 turns += 1
                 self._emit(TurnStarted(turn=turns))
                 message = await self._turn(turns)
-                if not message.calls:
+                if message.calls:
+                    continue
+                if message.text.strip() or message.stop not in _EMPTY_STOPS:
                     final = message.text
                     break
+                if nudged:
+                    subtype = "error_model"
+                    error = f"the model gave no answer twice (stop reason: {message.stop})"
+                    break
+                nudged = True  # once: an empty answer cut by length or a filter, ask again
+                self._append(UserMessage(text=say(self._locale, "empty_answer"), kind="nudge"))
         except _ContextFull as exc:
             subtype, error = "error_context", str(exc)
         except ModelError as exc:
@@ -739,6 +762,7 @@ class Agent:
                         "cwd": str(self.runtime.cwd),
                         "model": self.client.spec,
                         "base_url": getattr(self.client, "base_url", None),
+                        "api_key_env": getattr(self.client, "api_key_env", None),
                         "agent": self.name,
                         "created": now_iso(),
                     }
@@ -749,12 +773,22 @@ class Agent:
 
     def _append(self, message: Message) -> None:
         self.messages.append(message)
-        if self.transcript is not None:
-            self.transcript.message(message)
+        self._write({"type": "message", "message": _message_json(message)})
 
     def _write(self, record: dict[str, Any]) -> None:
-        if self.transcript is not None:
+        if self.transcript is None or self.transcript.closed:
+            return
+        try:
             self.transcript.write(record)
+        except OSError as exc:  # a full disk must not end the run; say it once, stop writing
+            self.transcript.close()
+            self._emit(
+                Notice(
+                    text=f"the transcript {self.transcript.path} could not be written any more "
+                    f"({exc.strerror or exc}); this session will not be resumable from here",
+                    level="warning",
+                )
+            )
 
     def _record_state(self) -> None:
         self._write({"type": "state", "session": session_state(self.runtime.session)})
