@@ -565,3 +565,78 @@ async def test_calls_with_a_repeated_id_get_their_own_results(
     ids = [e["result"]["call_id"] for e in rec.of("tool_call_finished")]
     assert len(ids) == 2 and ids[0] == "dup" and ids[1] != "dup"
     assert all(e["result"]["ok"] for e in rec.of("tool_call_finished"))
+
+
+async def test_closing_the_event_iterator_early_interrupts_and_settles_the_run(
+    workspace: Path, server: ModelServer, client: Any
+) -> None:
+    import contextlib
+
+    @tool(read_only=True, concurrency_safe=True)
+    async def slow() -> str:
+        """Take a long time."""
+        await asyncio.sleep(30)
+        return "finished"
+
+    server.push(Reply(tool_calls=[ToolUse("slow", {})]))
+    agent = Agent(client(), Runtime(Registry([slow]), root=workspace), save=False)
+    async with asyncio.timeout(10):
+        async with contextlib.aclosing(agent.events("go")) as events:
+            async for event in events:
+                if event.type == "tool_call_started":
+                    break
+    # The run is over and its call answered: the agent takes the next prompt at once.
+    assert isinstance(agent.messages[-1], ToolResults)
+    assert agent.messages[-1].results[0].error == ErrorCode.CANCELLED
+    server.push(Reply(text="ok"))
+    async with asyncio.timeout(10):
+        assert (await agent.run("again")).subtype == "success"
+    assert server.problems == []
+
+
+async def test_an_empty_answer_cut_short_is_asked_again_then_an_error(
+    workspace: Path, server: ModelServer, client: Any
+) -> None:
+    server.push(Reply(text="", stop="max_tokens"), Reply(text="Here it is."))
+    agent = Agent(client(), coding_runtime(workspace), save=False)
+    async with asyncio.timeout(10):
+        result = await agent.run("answer")
+    assert (result.subtype, result.result) == ("success", "Here it is.")
+    assert "Your last answer was empty" in tool_results_sent(server)
+    server.push(Reply(text="", stop="max_tokens"), Reply(text="", stop="max_tokens"))
+    async with asyncio.timeout(10):
+        result = await agent.run("again")
+    assert result.subtype == "error_model" and "no answer twice" in result.error
+
+
+async def test_deepseek_reasoning_of_the_current_task_goes_back_with_its_calls(
+    workspace: Path, server: ModelServer, client: Any
+) -> None:
+    server.push(
+        Reply(reasoning="I should list.", tool_calls=[ToolUse("list_files", {})]),
+        Reply(text="Listed."),
+        Reply(text="Next."),
+    )
+    agent = Agent(client("openai_chat"), coding_runtime(workspace), save=False)
+    async with asyncio.timeout(10):
+        await agent.run("list")
+    second = server.requests[1].body["messages"]
+    with_calls = [m for m in second if m["role"] == "assistant" and m.get("tool_calls")]
+    assert with_calls[0]["reasoning_content"] == "I should list."
+    async with asyncio.timeout(10):
+        await agent.run("next task")
+    third = server.requests[2].body["messages"]
+    assert not any("reasoning_content" in m for m in third)  # an earlier task: not echoed
+
+
+async def test_a_cost_budget_fails_closed_on_a_model_without_prices(
+    workspace: Path, server: ModelServer, client: Any
+) -> None:
+    server.push(Reply(tool_calls=[ToolUse("list_files", {})]), Reply(text="never"))
+    agent = Agent(client(), coding_runtime(workspace), max_cost_usd=5.0, save=False)
+    events: list[Event] = []
+    async with asyncio.timeout(10):
+        result = await agent.run("go", on_event=events.append)
+    assert result.subtype == "error_budget" and "cannot be checked" in result.error
+    assert len(server.requests) == 1
+    assert any(e.type == "notice" and "cost budget cannot" in e.to_json()["text"] for e in events)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from handrail import Registry, Runtime
-from handrail.agent import Agent, latest_session, load_session
+from handrail.agent import Agent, ToolResults, latest_session, load_session
 from handrail.agent._replay import ReplayModel, compare, prompts
 from handrail.builtin import coding_tools
 from handrail.testing import ModelServer, Reply, ToolUse
@@ -146,3 +146,26 @@ async def test_a_replay_runs_the_tools_anew_and_finds_what_changed(
     text = diffs[0].describe()
     assert "was ok, now ok, with different content" in text
     assert '-2\t    return "Hello, " + n' in text and '+2\t    return "Howdy, " + n' in text
+
+
+async def test_a_call_left_without_a_result_by_a_crash_is_answered_on_load(
+    server: ModelServer, workspace: Path, client: Any
+) -> None:
+    agent = await first_session(server, workspace, client)
+    path = agent.transcript_path
+    assert path is not None
+    # The process died right after writing the model's calls.
+    lines = path.read_text().splitlines()
+    kept = [ln for ln in lines if '"role":"tool"' not in ln]
+    path.write_text("\n".join(kept) + "\n")
+    saved = load_session(path)
+    results = [m for m in saved.messages if isinstance(m, ToolResults)]
+    assert len(results) == 1 and results[0].results[0].error == "CANCELLED"
+    rt = runtime(workspace)
+    rt.session.id = saved.id
+    again = Agent(client(), rt, transcript=saved.path)
+    again.restore(saved.messages, saved.state)
+    server.push(Reply(text="carrying on"))
+    async with asyncio.timeout(20):
+        assert (await again.run("go on")).subtype == "success"
+    assert server.problems == []

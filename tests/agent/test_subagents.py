@@ -95,7 +95,7 @@ async def test_an_explore_child_reads_and_its_answer_comes_back_tagged(
     # The child's transcript sits beside the parent's.
     path = parent.transcript_path
     assert path is not None
-    child_file = path.with_name(f"{path.stem}--explore-1.jsonl")
+    (child_file,) = path.parent.glob(f"{path.stem}--explore-1-*.jsonl")
     assert child_file.is_file()
     assert server.problems == []
 

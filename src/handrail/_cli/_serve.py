@@ -66,6 +66,9 @@ def _agent_setup(ns: argparse.Namespace) -> tuple[Callable[[Runtime], None] | No
     if ns.agent_api_key_env:
         options["api_key_env"] = ns.agent_api_key_env
     client = ModelClient.from_spec(ns.agent_model, **options)
+    from ._run import hide_key
+
+    hide_key(client, ns.agent_api_key_env)  # no served tool or sub-agent command can read it
     opened: list[Any] = [client]
 
     async def ask_client(asked: ApprovalAsked) -> Approval:

@@ -48,6 +48,13 @@ class Budget:
                     "used (raise it with --max-budget-tokens)"
                 )
             cost = budget.cost_usd
+            if budget.max_cost_usd is not None and cost is None:
+                # Fail closed: a request whose price is unknown (a model the price table does
+                # not list, a sub-agent's other model) makes the spending unknowable.
+                return (
+                    "the cost budget cannot be checked any more: a request went to a model "
+                    "whose prices are unknown (use a token budget for such models)"
+                )
             if budget.max_cost_usd is not None and cost is not None and cost >= budget.max_cost_usd:
                 return (
                     f"the cost budget is spent: ${cost:.4f} of ${budget.max_cost_usd:.4f} used "

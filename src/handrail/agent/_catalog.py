@@ -9,6 +9,7 @@ overridden per client.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 __all__ = ["PRESETS", "ModelInfo", "Preset", "Prices", "model_info"]
@@ -95,7 +96,10 @@ class ModelInfo:
     prices: Prices | None = None
 
 
-# Longest prefix wins; names are matched without a `models/` prefix and case-insensitively.
+# Longest prefix wins, and only up to a version or date suffix (`claude-sonnet-4-5-20250929`,
+# `gpt-4o-2024-08-06`): `gpt-5-pro` is not `gpt-5` (it costs ten times more), so a name the
+# table does not list has no price. Names are matched without a `models/` or `vendor/` prefix,
+# case-insensitively.
 _MODELS: dict[str, ModelInfo] = {
     "gpt-5": ModelInfo(
         context_window=400_000, prices=Prices(input=1.25, output=10.0, cached_input=0.125)
@@ -122,6 +126,12 @@ _MODELS: dict[str, ModelInfo] = {
         context_window=128_000, prices=Prices(input=0.15, output=0.6, cached_input=0.075)
     ),
     "o3": ModelInfo(context_window=200_000, prices=Prices(input=2.0, output=8.0, cached_input=0.5)),
+    "o3-pro": ModelInfo(
+        context_window=200_000, prices=Prices(input=20.0, output=80.0, cached_input=20.0)
+    ),
+    "gpt-5-pro": ModelInfo(
+        context_window=400_000, prices=Prices(input=15.0, output=120.0, cached_input=15.0)
+    ),
     "o4-mini": ModelInfo(
         context_window=200_000, prices=Prices(input=1.1, output=4.4, cached_input=0.275)
     ),
@@ -157,6 +167,9 @@ _MODELS: dict[str, ModelInfo] = {
     ),
 }
 
+_VERSION_SUFFIX = re.compile(r"^(-\d[\w.-]*|-latest|@[\w.-]+)$")
+"""What may follow a listed name: a version or date (`-5-20250929`, `-2024-08-06`), `-latest`."""
+
 DEFAULT_CONTEXT_WINDOW = 128_000
 """The window assumed for a model the table does not know (most current models have more)."""
 
@@ -167,6 +180,11 @@ def model_info(model: str) -> ModelInfo:
     name = name.rsplit("/", 1)[-1]  # openrouter-style `vendor/model`
     best = ""
     for prefix in _MODELS:
-        if name.startswith(prefix) and len(prefix) > len(best):
+        rest = name[len(prefix) :]
+        if (
+            name.startswith(prefix)
+            and (not rest or _VERSION_SUFFIX.match(rest))
+            and len(prefix) > len(best)
+        ):
             best = prefix
     return _MODELS[best] if best else ModelInfo(context_window=DEFAULT_CONTEXT_WINDOW)

@@ -27,8 +27,16 @@ from pathlib import Path
 from typing import Any, cast
 
 from .._context import FileRecord, PermissionMode, Session
+from .._contract import ErrorCode, ToolCall, ToolResult
 from ..errors import ConfigurationError
-from ._conversation import Message, Usage, message_from_json, message_to_json
+from ._conversation import (
+    AssistantMessage,
+    Message,
+    ToolResults,
+    Usage,
+    message_from_json,
+    message_to_json,
+)
 
 __all__ = [
     "SavedSession",
@@ -203,7 +211,42 @@ def load_session(path: Path) -> SavedSession:
             continue
     if saved is None:
         raise ConfigurationError(f"{path} is not a handrail session transcript (no header line)")
+    saved.messages = answer_every_call(saved.messages)
     return saved
+
+
+def answer_every_call(messages: list[Message]) -> list[Message]:
+    """`messages` with a "not run" result for every call that has none.
+
+    A process that died between writing a model's calls and their results leaves calls without
+    results; no provider accepts such a history, so the session could never go on.
+    """
+    out: list[Message] = []
+    i = 0
+    while i < len(messages):
+        m = messages[i]
+        out.append(m)
+        i += 1
+        if not isinstance(m, AssistantMessage) or not m.calls:
+            continue
+        following = messages[i] if i < len(messages) else None
+        found: dict[str, ToolResult] = {}
+        if isinstance(following, ToolResults):
+            found = {r.call_id: r for r in following.results}
+            i += 1
+        out.append(ToolResults(results=tuple(found.get(c.id) or _not_run(c) for c in m.calls)))
+    return out
+
+
+def _not_run(call: ToolCall) -> ToolResult:
+    return ToolResult(
+        ok=False,
+        content="Not run: the session ended before this call had a result. Call it again if it "
+        "is still needed.",
+        error=ErrorCode.CANCELLED,
+        call_id=call.id,
+        tool_name=call.name,
+    )
 
 
 def is_own_session(path: Path, base: Path | None = None) -> bool:

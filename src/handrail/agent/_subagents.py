@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +95,10 @@ class AgentTool(Tool):
         self.concurrency_safe = self._parallel
         super().__init__()
 
+    def bind(self, parent: Agent) -> None:
+        """Start children for `parent` from now on (its model, budget and approvals)."""
+        self._parent = parent
+
     def _parallel(self, args: AgentArgs) -> bool:
         found = self.definitions.get(args.agent_type)
         return found is not None and found.read_only
@@ -128,9 +133,9 @@ class AgentTool(Tool):
         if definition.model:
             client = _model_for(parent, definition)
         path = parent.transcript_path
-        transcript = (
-            path.with_name(f"{path.stem}--{_slug(label)}.jsonl") if path is not None else None
-        )
+        # A random part as well: a resumed session counts its children from 1 again.
+        name = f"{path.stem}--{_slug(label)}-{uuid.uuid4().hex[:6]}.jsonl" if path else ""
+        transcript = path.with_name(name) if path is not None else None
         child = Agent(
             client,
             runtime,
@@ -173,6 +178,8 @@ class AgentTool(Tool):
             await runtime.aclose()
             if child.transcript is not None:
                 child.transcript.close()
+            if client is not parent.client:
+                await client.aclose()
         meta: dict[str, Any] = {
             "agent": label,
             "agent_type": definition.name,

@@ -39,6 +39,10 @@ CATALOG: dict[str, dict[str, str]] = {
         ),
         "no_tools_now": "Not run: the task is over and no more tool calls are accepted.",
         "notice": "<system-notice>\n{text}\n</system-notice>",
+        "empty_answer": (
+            "Your last answer was empty (it was cut short or filtered). Answer again, briefly; "
+            "if a tool call failed to come through, make it again."
+        ),
     },
     "zh": {
         "headless_denied": (
@@ -64,6 +68,10 @@ CATALOG: dict[str, dict[str, str]] = {
         ),
         "no_tools_now": "未执行:任务已结束,不再接受工具调用。",
         "notice": "<system-notice>\n{text}\n</system-notice>",
+        "empty_answer": (
+            "你上一次的回答是空的(被截断或被过滤)。请简短地重新回答;"
+            "如果某个工具调用没有成功发出,请重新调用。"
+        ),
     },
 }
 

@@ -70,11 +70,19 @@ class OpenAIChatWire:
         if request.system:
             messages.append({"role": "system", "content": request.system})
         calls: tuple[Any, ...] = ()
-        for m in request.messages:
+        # DeepSeek's thinking mode wants the reasoning of the current task's tool-calling turns
+        # back (and refuses it from earlier tasks): echoed after the last prompt only.
+        last_prompt = max(
+            (i for i, m in enumerate(request.messages) if isinstance(m, UserMessage)), default=-1
+        )
+        for index, m in enumerate(request.messages):
             if isinstance(m, UserMessage):
                 messages.append({"role": "user", "content": m.text})
             elif isinstance(m, AssistantMessage):
                 item: dict[str, Any] = {"role": "assistant", "content": m.text or None}
+                echoed = as_map(m.raw) if m.provider == "openai_chat" else None
+                if m.calls and index > last_prompt and echoed and "reasoning_content" in echoed:
+                    item["reasoning_content"] = as_str(echoed["reasoning_content"])
                 if m.calls:
                     item["tool_calls"] = [
                         {
@@ -116,6 +124,7 @@ class _ChatDecoder(Decoder):
         super().__init__("openai_chat", request.model)
         self._tools = request.tools
         self._parser = OpenAIChatStream(tools=request.tools)
+        self._native_reasoning = False
         self._finished = False
 
     def feed(self, event: SseEvent) -> list[StreamItem]:
@@ -133,10 +142,13 @@ class _ChatDecoder(Decoder):
         choice = as_map(choices[0]) if choices else None
         if choice is not None:
             delta = as_map(choice.get("delta")) or {}
-            reasoning = as_str(delta.get("reasoning_content")) or as_str(delta.get("reasoning"))
+            native = as_str(delta.get("reasoning_content"))
+            reasoning = native or as_str(delta.get("reasoning"))
             if reasoning:
                 self.reasoning.append(reasoning)
                 out.append(ReasoningDelta(text=reasoning))
+            if native:
+                self._native_reasoning = True
             text = as_str(delta.get("content"))
             if text:
                 self.text.append(text)
@@ -155,6 +167,12 @@ class _ChatDecoder(Decoder):
             return []
         return [self._call(c) for c in self._parser.finish()]
 
+    def message(self) -> AssistantMessage:
+        """The response; DeepSeek-style `reasoning_content` is kept to be echoed back."""
+        if self._native_reasoning:
+            self.raw = {"reasoning_content": "".join(self.reasoning)}
+        return super().message()
+
     def take_whole(self, data: Mapping[str, Any]) -> None:
         if "error" in data and "choices" not in data:
             raise stream_error(data)
@@ -165,9 +183,9 @@ class _ChatDecoder(Decoder):
         choice: Mapping[str, Any] = (as_map(choices[0]) if choices else None) or {}
         message = as_map(choice.get("message")) or {}
         self.text.append(as_str(message.get("content")))
-        self.reasoning.append(
-            as_str(message.get("reasoning_content")) or as_str(message.get("reasoning"))
-        )
+        native = as_str(message.get("reasoning_content"))
+        self.reasoning.append(native or as_str(message.get("reasoning")))
+        self._native_reasoning = bool(native)
         for call in parse_openai_chat(message, tools=self._tools):
             self._call(call)
         reason = as_str(choice.get("finish_reason"))
