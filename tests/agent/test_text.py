@@ -45,6 +45,9 @@ This conversation was compacted to fit the context window: older messages were r
     assert say("en", "nudge_answer") == snapshot(
         "Stop here and answer now, without calling tools: reply with your final answer as plain text (what you found or did, and what is left undone)."
     )
+    assert say("en", "empty_answer") == snapshot(
+        "Your last answer was empty (it was cut short or filtered). Answer again, briefly; if a tool call failed to come through, make it again."
+    )
     assert say("zh", "interrupted") == snapshot(
         "用户有意中断了这个调用;它已被停止(或从未开始)。不要重试:停下来等待用户的指示。"
     )
