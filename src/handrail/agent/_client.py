@@ -12,7 +12,9 @@ of that response already went to the runtime).
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
+import json
 import os
 import random
 import time
@@ -25,9 +27,17 @@ import httpx
 from ..errors import ConfigurationError, ModelError
 from ._catalog import PRESETS, ModelInfo, Prices, model_info
 from ._conversation import AssistantMessage
-from ._events import ModelRetry
+from ._events import ModelRetry, ReasoningDelta, TextDelta
 from ._sse import read_sse
-from ._wire import ModelRequest, StreamItem, Wire, error_text, wire_for
+from ._wire import (
+    CallReady,
+    Decoder,
+    ModelRequest,
+    StreamItem,
+    Wire,
+    error_text,
+    wire_for,
+)
 
 __all__ = ["ModelClient"]
 
@@ -254,7 +264,7 @@ class ModelClient:
                         retryable=True,
                     ) from None
                 yield ModelRetry(attempt=attempt, delay=delay, reason=retry.reason)
-                await _sleep(delay)
+                await asyncio.sleep(delay)
 
     def _backoff(self, attempt: int) -> float:
         base = self.retry_delay * (2 ** (attempt - 1))
@@ -412,8 +422,6 @@ def _retry_after(headers: httpx.Headers) -> float | None:
 
 
 def _detail(raw: bytes) -> str:
-    import json
-
     text = raw.decode("utf-8", "replace").strip()
     try:
         data: Any = json.loads(text)
@@ -429,8 +437,6 @@ def _detail(raw: bytes) -> str:
 
 
 def _json_body(raw: bytes) -> Mapping[str, Any]:
-    import json
-
     try:
         data = json.loads(raw)
     except ValueError:
@@ -442,10 +448,7 @@ def _json_body(raw: bytes) -> Mapping[str, Any]:
     return data  # pyright: ignore[reportUnknownVariableType]
 
 
-def _whole_items(decoder: Any) -> list[StreamItem]:
-    from ._events import ReasoningDelta, TextDelta
-    from ._wire import CallReady
-
+def _whole_items(decoder: Decoder) -> list[StreamItem]:
     items: list[StreamItem] = []
     reasoning = "".join(decoder.reasoning)
     if reasoning:
@@ -460,9 +463,3 @@ def _whole_items(decoder: Any) -> list[StreamItem]:
 def _exc_text(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-async def _sleep(seconds: float) -> None:
-    import asyncio
-
-    await asyncio.sleep(seconds)

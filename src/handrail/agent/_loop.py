@@ -30,6 +30,7 @@ from .._contract import (
     ToolResult,
 )
 from ..errors import ConfigurationError, ModelError
+from ..permissions import user_settings_path
 from ..runtime import ApproverFunc, Runtime
 from ._budget import Budget
 from ._catalog import ModelInfo
@@ -42,7 +43,14 @@ from ._compaction import (
     render_for_summary,
     split_point,
 )
-from ._conversation import AssistantMessage, Message, ToolResults, Usage, UserMessage
+from ._conversation import (
+    AssistantMessage,
+    Message,
+    ToolResults,
+    Usage,
+    UserMessage,
+    message_to_json,
+)
 from ._events import (
     ApprovalAnswered,
     ApprovalAsked,
@@ -668,7 +676,7 @@ class Agent:
             self._compact_failures += 1
         else:
             self._compact_failures = 0
-        self._write({"type": "compaction", "messages": [_message_json(m) for m in self.messages]})
+        self._write({"type": "compaction", "messages": [message_to_json(m) for m in self.messages]})
         event = Compacted(
             tokens_before=before,
             tokens_after=after,
@@ -734,7 +742,7 @@ class Agent:
     def _start(self) -> None:
         if self.system is not None:
             return
-        project = project_instructions(self.runtime.cwd, user_dir=_user_dir())
+        project = project_instructions(self.runtime.cwd, user_dir=user_dir())
         self.notices.extend(project.notices)
         tool = self.runtime.registry.get("agent")
         self.notices.extend(getattr(tool, "problems", ()))
@@ -773,7 +781,7 @@ class Agent:
 
     def _append(self, message: Message) -> None:
         self.messages.append(message)
-        self._write({"type": "message", "message": _message_json(message)})
+        self._write({"type": "message", "message": message_to_json(message)})
 
     def _write(self, record: dict[str, Any]) -> None:
         if self.transcript is None or self.transcript.closed:
@@ -802,7 +810,7 @@ class Agent:
             logger.exception("an on_event callback raised")
 
     def restore(self, messages: list[Message], state: dict[str, Any] | None) -> None:
-        """Carry on a saved conversation (see `handrail.agent.resume`)."""
+        """Carry on a saved conversation (`load_session`); `state` restores the session too."""
         self.messages = list(messages)
         if state is not None:
             restore_state(self.runtime.session, state)
@@ -839,14 +847,6 @@ def _subtype(value: str) -> RunSubtype:
     return value  # pyright: ignore[reportReturnType]
 
 
-def _message_json(message: Message) -> dict[str, Any]:
-    from ._conversation import message_to_json
-
-    return message_to_json(message)
-
-
-def _user_dir() -> Path:
-    import os
-
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "handrail"
+def user_dir() -> Path:
+    """The user's handrail config folder (beside `settings.json`; XDG_CONFIG_HOME respected)."""
+    return user_settings_path().parent

@@ -35,7 +35,6 @@ from ._conversation import (
     ToolResults,
     Usage,
     message_from_json,
-    message_to_json,
 )
 
 __all__ = [
@@ -145,10 +144,6 @@ class Transcript:
             os.write(fd, line.encode("utf-8"))
         finally:
             os.close(fd)
-
-    def message(self, message: Message) -> None:
-        """Append one conversation message."""
-        self.write({"type": "message", "message": message_to_json(message)})
 
     def close(self) -> None:
         """Stop writing (idempotent)."""

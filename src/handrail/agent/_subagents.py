@@ -78,10 +78,9 @@ class AgentTool(Tool):
 
     def __init__(self, parent: Agent) -> None:
         self._parent = parent
-        root = parent.runtime.root
-        from ._loop import _user_dir  # pyright: ignore[reportPrivateUsage]
+        from ._loop import user_dir
 
-        self.definitions, self.problems = load_definitions(root, _user_dir())
+        self.definitions, self.problems = load_definitions(parent.runtime.root, user_dir())
         self._count = 0
         self._running = asyncio.Semaphore(MAX_RUNNING)
         listing = "\n".join(
