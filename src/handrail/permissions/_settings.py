@@ -70,6 +70,8 @@ class _File(BaseModel):
     hooks: _Hooks = _Hooks()
     tools: dict[str, dict[str, Any]] = {}
     """Per-tool settings, passed to tools as `ctx.settings`."""
+    hidden_paths: list[str] = []
+    """More paths no tool may read or list, and the shell cannot see (`~` is expanded)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,6 +87,8 @@ class Settings:
     locale: str | None = None
     hooks: tuple[Hook, ...] = ()
     tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict[str, Mapping[str, Any]])
+    hidden_paths: tuple[str, ...] = ()
+    """More paths hidden from every tool, on top of the built-in secret locations."""
     sources: tuple[Path, ...] = ()
     """The files these settings were read from."""
 
@@ -100,6 +104,7 @@ class Settings:
             locale=other.locale or self.locale,
             hooks=self.hooks + other.hooks,
             tools={**self.tools, **other.tools},
+            hidden_paths=self.hidden_paths + other.hidden_paths,
             sources=self.sources + other.sources,
         )
 
@@ -164,6 +169,7 @@ def read_settings_file(path: Path) -> Settings:
         locale=parsed.locale,
         hooks=tuple(hooks),
         tools=parsed.tools,
+        hidden_paths=tuple(parsed.hidden_paths),
         sources=(path,),
     )
 
