@@ -140,6 +140,29 @@ def test_a_write_is_denied_when_nobody_can_approve_it(workspace: Path) -> None:
     assert not (workspace / "new.txt").exists()
     assert out.stderr.splitlines()[0] == "error: PERMISSION_DENIED"
     assert "rerun with --yes, or allow it with --allow 'write_file(new.txt)'" in out.stderr
+    # Nobody declined it: the mode asked and no one could answer.
+    assert "denied by mode:" in out.stderr
+    assert "denied by user" not in out.stderr
+
+
+def test_a_compound_command_is_denied_naming_every_rule_it_needs(workspace: Path) -> None:
+    canary = workspace / "ran.txt"
+    line = f"cd . && touch {canary} && mkdir -p made"
+    out = run(workspace, "run_shell", f"command={line}")
+    assert out.returncode == 1
+    assert not canary.exists()
+    assert "--allow 'run_shell(touch:*)' --allow 'run_shell(mkdir:*)'" in out.stderr
+    allowed = run(
+        workspace,
+        "run_shell",
+        f"command={line}",
+        "--allow",
+        "run_shell(touch:*)",
+        "--allow",
+        "run_shell(mkdir:*)",
+    )
+    assert allowed.returncode == 0, allowed.stderr
+    assert canary.exists()
 
 
 def test_yes_approves_and_the_diff_is_printed(workspace: Path) -> None:

@@ -231,9 +231,17 @@ class ApprovalRequest:
     requests: tuple[PermissionRequest, ...] = ()
     """What the call will touch."""
     suggested_rules: tuple[str, ...] = ()
-    """Rules an "allow always" answer would add, most specific first."""
+    """Rules an "allow always" answer could add, most specific first."""
     agent: str = ""
     """The sub-agent that asks (e.g. `explore#1`), or `""` for the host's own calls."""
+    allow_rules: tuple[str, ...] = ()
+    """The narrowest allow rules that together let this call run without asking, e.g.
+    (`run_shell(npm test:*)`, `run_shell(npm run build:*)`) for `npm test && npm run build`;
+    the bare tool name when no narrower rule can cover the call."""
+    source: Literal["rule", "mode", "hook"] = "mode"
+    """What asks: an ask rule, the permission mode's default, or a hook. A host that cannot
+    ask anyone denies with this source (`Approval.deny(..., source=request.source)`), so the
+    refusal is not reported as the user's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -246,7 +254,9 @@ class Approval:
     arguments: str | Mapping[str, Any] | None = None
     """For `edit`: replacement arguments, validated again before the call runs."""
     rule: str | None = None
-    """For `allow_always`: the session rule to add (default: the first suggested rule)."""
+    """For `allow_always`: the session rule to add (default: every rule of `allow_rules`)."""
+    source: Literal["user", "rule", "mode", "hook"] = "user"
+    """For `deny`: who refused; `user` unless the host answered for nobody (headless)."""
 
     @classmethod
     def allow_once(cls) -> Approval:
@@ -259,9 +269,18 @@ class Approval:
         return cls(kind="allow_always", rule=rule)
 
     @classmethod
-    def deny(cls, reason: str = "The user declined this call.") -> Approval:
-        """Refuse this call; `reason` reaches the model."""
-        return cls(kind="deny", reason=reason)
+    def deny(
+        cls,
+        reason: str = "The user declined this call.",
+        *,
+        source: Literal["user", "rule", "mode", "hook"] = "user",
+    ) -> Approval:
+        """Refuse this call; `reason` reaches the model.
+
+        A host that could not ask anyone passes the request's `source`, so the denial says
+        the mode (or rule, or hook) refused, not the user.
+        """
+        return cls(kind="deny", reason=reason, source=source)
 
     @classmethod
     def edit(cls, arguments: str | Mapping[str, Any]) -> Approval:

@@ -20,9 +20,9 @@ def test_every_sentence_exists_in_every_language() -> None:
 
 def test_the_sentences_the_model_reads() -> None:
     assert say(
-        "en", "headless_denied", reason="`run_shell` can change things", rule="run_shell(rm:*)"
+        "en", "headless_denied", reason="`run_shell` can change things", rule="`run_shell(rm:*)`"
     ) == snapshot(
-        "nobody can approve calls in this run (`run_shell` can change things); the user can allow such calls with the rule `run_shell(rm:*)` or a permission mode"
+        "nobody can approve calls in this run (`run_shell` can change things); the user can allow such calls with the allow rule `run_shell(rm:*)` or a permission mode"
     )
     assert say("en", "repeated", name="grep_search", count=3) == snapshot(
         "Refused: this is the same `grep_search` call with the same arguments 3 times in a row, and it will not give a different result. Do not repeat it: use what the earlier results said, change the arguments, try another approach, or finish and tell the user what blocks you."

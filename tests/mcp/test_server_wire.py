@@ -346,7 +346,7 @@ handrail:允许 `run_shell` 运行 `touch new.txt` 吗?
 接受则只执行这一次调用;拒绝则不执行。\
 """)
     assert fallback_reason(request, "en") == snapshot(
-        "`run_shell` needs the user's approval (`run_shell` can change things), and this MCP client cannot ask its user (it does not support elicitation); the server's operator can allow such calls with an allow rule such as `run_shell(touch:*)` (handrail serve --allow)"
+        "`run_shell` needs the user's approval (`run_shell` can change things), and this MCP client cannot ask its user (it does not support elicitation); the server's operator can allow such calls with the allow rule `run_shell(touch:*)` (handrail serve --allow)"
     )
     assert fallback_reason(request, "zh") == snapshot(
         "`run_shell` 需要用户批准(`run_shell` can change things),但这个 MCP 客户端无法询问用户(它不支持 elicitation);服务器的管理者可以用允许规则放行这类调用,例如 `run_shell(touch:*)`(handrail serve --allow)"

@@ -19,7 +19,14 @@ from handrail import (
     ToolKind,
     WritePath,
 )
-from handrail.permissions import Decision, Policy, is_within, parse_rule, suggest_rules
+from handrail.permissions import (
+    Decision,
+    Policy,
+    covering_rules,
+    is_within,
+    parse_rule,
+    suggest_rules,
+)
 
 M = PermissionMode
 
@@ -615,9 +622,11 @@ def test_suggested_rules_for_commands_come_from_the_parsed_line(ws: Path) -> Non
     def suggest(line: str) -> tuple[str, ...]:
         return suggest_rules("run_shell", [RunCommand(command=line)], [ws])
 
-    assert suggest("npm test -- -x && ls -la") == (
+    # The read-only part of a line that changes things needs no rule of its own.
+    assert suggest("npm test -- -x && ls -la") == ("run_shell(npm test:*)", "run_shell")
+    assert suggest("npm test && npm run build") == (
         "run_shell(npm test:*)",
-        "run_shell(ls:*)",
+        "run_shell(npm run:*)",
         "run_shell",
     )
     assert suggest('git commit -m "a && b"') == ("run_shell(git commit:*)", "run_shell")
@@ -626,9 +635,32 @@ def test_suggested_rules_for_commands_come_from_the_parsed_line(ws: Path) -> Non
     # Nothing but the bare tool name can cover an opaque line.
     assert suggest("echo $(whoami) > out.txt") == ("run_shell",)
     # Every suggestion really covers the call it was made for.
-    for line in ["npm test -- -x && ls -la", "CI=1 npm test", "./run.sh --fast"]:
+    for line in [
+        "npm test -- -x && ls -la",
+        "CI=1 npm test",
+        "./run.sh --fast",
+        "cd sub && npm test",
+        "npm test && npm run build",
+    ]:
         d = shell(Policy(allow=list(suggest(line)[:-1])), ws, line)
         assert d.behavior == "allow", line
+
+
+def test_covering_rules_name_every_rule_the_call_needs_and_no_more(ws: Path) -> None:
+    def cover(line: str) -> tuple[str, ...]:
+        return covering_rules("run_shell", [RunCommand(command=line)], [ws])
+
+    assert cover("cd sub && npm test") == ("run_shell(npm test:*)",)
+    assert cover("npm test && make build") == ("run_shell(npm test:*)", "run_shell(make build:*)")
+    # No narrower rule can cover a redirection: the bare tool is the narrowest.
+    assert cover("echo hi > x.txt") == ("run_shell",)
+    # One rule short of the set still asks: every rule is needed.
+    both = cover("npm test && make build")
+    for missing in both:
+        rest = [r for r in both if r != missing]
+        d = shell(Policy(allow=rest), ws, "npm test && make build")
+        assert d.behavior == "ask", missing
+    assert shell(Policy(allow=list(both)), ws, "npm test && make build").behavior == "allow"
 
 
 def test_suggested_rules_keep_only_real_subcommands(ws: Path) -> None:

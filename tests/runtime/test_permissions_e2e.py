@@ -233,6 +233,36 @@ async def test_allow_always_adds_a_session_rule(
     assert isinstance(other, Interrupted)
 
 
+async def test_a_host_that_could_not_ask_denies_in_the_name_of_what_asked(
+    ws: Path, tools: list[Tool], writes: list[NoteArgs]
+) -> None:
+    rt = Runtime(tools, root=ws)
+    r = await rt.call("write_note", note("a.txt"))
+    assert isinstance(r, Interrupted) and r.approval is not None
+    assert (r.approval.source, r.approval.allow_rules) == ("mode", ("write_note(a.txt)",))
+    done = await rt.resume(r, Approval.deny("nobody to ask", source=r.approval.source))
+    assert done.denial is not None and done.denial.source == "mode"
+    asked = Runtime(tools, root=ws, ask=["write_note"])
+    r = await asked.call("write_note", note("a.txt"))
+    assert isinstance(r, Interrupted) and r.approval is not None
+    assert r.approval.source == "rule"
+    assert writes == []
+
+
+async def test_allow_always_adds_every_rule_the_call_needed(ws: Path) -> None:
+    from handrail.builtin import RunShell
+
+    rt = Runtime([RunShell(sandbox=False)], root=ws)
+    line = "touch one.txt && mkdir -p two"
+    r = await rt.call("run_shell", {"command": line})
+    assert isinstance(r, Interrupted)
+    assert (await rt.resume(r, Approval.allow_always())).ok
+    assert rt.session.allow_rules == ["run_shell(touch:*)", "run_shell(mkdir:*)"]
+    again = await rt.call("run_shell", {"command": "touch three.txt && mkdir -p four"})
+    assert not isinstance(again, Interrupted) and again.ok
+    assert (ws / "three.txt").exists() and (ws / "four").is_dir()
+
+
 async def test_allow_always_with_an_explicit_rule(
     ws: Path, tools: list[Tool], writes: list[NoteArgs]
 ) -> None:

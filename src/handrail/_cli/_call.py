@@ -32,6 +32,7 @@ from .._contract import (
     ToolResult,
     WritePath,
 )
+from ..permissions import rules_to_allow
 from ..runtime import ApproverFunc
 from ._common import (
     CliError,
@@ -167,10 +168,11 @@ def _shell_quote(text: str) -> str:
 
 def not_a_terminal(request: ApprovalRequest) -> Approval:
     """The answer when nobody can be asked: deny, and say how to allow it next time."""
-    rule = (request.suggested_rules or (request.tool_name,))[0]
+    flags = " ".join(f"--allow {_shell_quote(r)}" for r in rules_to_allow(request))
     return Approval.deny(
         f"handrail call is not on a terminal, so nobody could approve it ({request.reason}); "
-        f"rerun with --yes, or allow it with --allow {_shell_quote(rule)}"
+        f"rerun with --yes, or allow it with {flags}",
+        source=request.source,
     )
 
 

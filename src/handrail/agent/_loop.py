@@ -30,7 +30,7 @@ from .._contract import (
     ToolResult,
 )
 from ..errors import ConfigurationError, ModelError
-from ..permissions import user_settings_path
+from ..permissions import rules_to_allow, user_settings_path
 from ..runtime import ApproverFunc, Runtime
 from ._budget import Budget
 from ._catalog import ModelInfo
@@ -723,9 +723,10 @@ class Agent:
             answer = await self.approver(asked)
             by = "user"
         else:
-            rule = (request.suggested_rules or (request.tool_name,))[0]
+            rules = " + ".join(f"`{r}`" for r in rules_to_allow(request))
             answer = Approval.deny(
-                say(self._locale, "headless_denied", reason=request.reason, rule=rule)
+                say(self._locale, "headless_denied", reason=request.reason, rule=rules),
+                source=request.source,
             )
             by = "policy"
         answered = ApprovalAnswered(call_id=request.call.id, approval=answer, by=by, agent=agent)

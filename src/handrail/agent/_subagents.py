@@ -24,6 +24,7 @@ from .._context import Session, ToolContext
 from .._contract import Approval, ApprovalRequest, ErrorCode, ToolKind, ToolResult
 from .._tool import Tool
 from ..errors import ToolFailure
+from ..permissions import rules_to_allow
 from ._definitions import AgentDefinition, load_definitions
 from ._narrow import narrowed_runtime
 from ._text import say
@@ -216,9 +217,9 @@ def _forward(parent: Agent, session: Session, label: str) -> Any:
         request = replace(request, agent=request.agent or label)
         answer = await parent.approve(request)
         if answer.kind == "allow_always":
-            rule = answer.rule or (request.suggested_rules or (request.tool_name,))[0]
-            if rule not in session.allow_rules:
-                session.allow_rules.append(rule)
+            for rule in (answer.rule,) if answer.rule else rules_to_allow(request):
+                if rule not in session.allow_rules:
+                    session.allow_rules.append(rule)
         return answer
 
     return approve

@@ -12,7 +12,7 @@ CATALOG: dict[str, dict[str, str]] = {
     "en": {
         "headless_denied": (
             "nobody can approve calls in this run ({reason}); the user can allow such calls "
-            "with the rule `{rule}` or a permission mode"
+            "with the allow rule {rule} or a permission mode"
         ),
         "repeated": (
             "Refused: this is the same `{name}` call with the same arguments {count} times in "
@@ -46,7 +46,7 @@ CATALOG: dict[str, dict[str, str]] = {
     },
     "zh": {
         "headless_denied": (
-            "本次运行中没有人可以批准调用({reason});用户可以用规则 `{rule}` 或权限模式允许这类调用"
+            "本次运行中没有人可以批准调用({reason});用户可以用规则 {rule} 或权限模式允许这类调用"
         ),
         "repeated": (
             "已拒绝:这是连续第 {count} 次使用相同参数调用 `{name}`,结果不会不同。"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from .. import (
@@ -26,6 +26,7 @@ from .. import (
     WritePath,
 )
 from .._i18n import render
+from ..permissions import rules_to_allow
 
 __all__ = [
     "CATALOG",
@@ -52,7 +53,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "ask_fallback": (
             "`{name}` needs the user's approval ({reason}), and this MCP client cannot ask its "
             "user (it does not support elicitation); the server's operator can allow such calls "
-            "with an allow rule such as `{rule}` (handrail serve --allow)"
+            "with the allow rule {rule} (handrail serve --allow)"
         ),
         "declined": "the user declined `{name}` in the MCP client",
         "dismissed": "the user dismissed the approval request for `{name}` without allowing it",
@@ -76,7 +77,7 @@ CATALOG: dict[str, dict[str, str]] = {
     "zh": {
         "ask_fallback": (
             "`{name}` 需要用户批准({reason}),但这个 MCP 客户端无法询问用户(它不支持 "
-            "elicitation);服务器的管理者可以用允许规则放行这类调用,例如 `{rule}`"
+            "elicitation);服务器的管理者可以用允许规则放行这类调用,例如 {rule}"
             "(handrail serve --allow)"
         ),
         "declined": "用户在 MCP 客户端中拒绝了 `{name}`",
@@ -222,13 +223,12 @@ def approval_message(request: ApprovalRequest, locale: str) -> str:
 
 def fallback_reason(request: ApprovalRequest, locale: str) -> str:
     """Why a call that asks is denied when the client cannot ask its user."""
-    rules: Sequence[str] = request.suggested_rules or (request.tool_name,)
     return say(
         locale,
         "ask_fallback",
         name=request.tool_name,
         reason=request.reason.rstrip("."),
-        rule=rules[0],
+        rule=" + ".join(f"`{r}`" for r in rules_to_allow(request)),
     )
 
 

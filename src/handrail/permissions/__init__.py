@@ -17,8 +17,10 @@ from ._hooks import HookResponse as HookResponse
 from ._policy import PROTECTED_DIRS as PROTECTED_DIRS
 from ._policy import Decision as Decision
 from ._policy import Policy as Policy
+from ._policy import covering_rules as covering_rules
 from ._policy import is_within as is_within
 from ._policy import protected_part as protected_part
+from ._policy import rules_to_allow as rules_to_allow
 from ._policy import suggest_rules as suggest_rules
 from ._rules import Rule as Rule
 from ._rules import parse_rule as parse_rule
@@ -43,6 +45,7 @@ __all__ = [
     "Rule",
     "Settings",
     "ShellCommand",
+    "covering_rules",
     "is_read_only_command",
     "is_within",
     "load_settings",
@@ -50,6 +53,7 @@ __all__ = [
     "parse_rule",
     "protected_part",
     "read_settings_file",
+    "rules_to_allow",
     "suggest_rules",
     "user_settings_path",
 ]

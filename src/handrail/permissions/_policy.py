@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 
 from .._context import PermissionMode
 from .._contract import (
+    ApprovalRequest,
     ErrorCode,
     FetchUrl,
     PermissionRequest,
@@ -46,7 +47,7 @@ from .._contract import (
 from ._rules import Rule, parse_rule, rule_matches_request, simple_commands
 from ._shell import parse_command
 
-__all__ = ["Decision", "Policy", "is_within"]
+__all__ = ["Decision", "Policy", "covering_rules", "is_within", "rules_to_allow"]
 
 Behavior = Literal["allow", "ask", "deny"]
 PROTECTED_DIRS = (".git", ".handrail")
@@ -330,34 +331,60 @@ def _covered(
         for unit in units:
             hit = next((r for r in rules if _matches(r, unit, roots)), None)
             if hit is None:
+                if isinstance(unit, RunCommand) and len(units) > 1 and _reads_only(unit):
+                    # `cd sub && npm test`: the read-only part needs no rule of its own.
+                    continue
                 return None
             first = first or hit.text
     return first
 
 
+def _reads_only(unit: RunCommand) -> bool:
+    return parse_command(unit.command).read_only
+
+
 def suggest_rules(
     tool: str, requests: Sequence[PermissionRequest], roots: Sequence[Path]
 ) -> tuple[str, ...]:
-    """Rules an "allow always" answer could add, most specific first."""
+    """Rules an "allow always" answer could add, most specific first (the bare tool last)."""
+    return tuple(dict.fromkeys([*covering_rules(tool, requests, roots), tool]))
+
+
+def covering_rules(
+    tool: str, requests: Sequence[PermissionRequest], roots: Sequence[Path]
+) -> tuple[str, ...]:
+    """The narrowest allow rules that together cover the whole call.
+
+    `npm test && npm run build` needs `run_shell(npm test:*)` and `run_shell(npm run build:*)`
+    (a read-only part such as `cd sub` needs none); a line no prefix rule can cover (a
+    redirection, a substitution) needs the bare tool name, and so does a call with nothing to
+    match a rule against.
+    """
     out: list[str] = []
     for q in requests:
         if isinstance(q, RunCommand):
-            out.extend(f"{tool}({spec})" for spec in _command_specs(q))
+            specs = _command_specs(q)
+            if not specs:
+                return (tool,)
+            out.extend(f"{tool}({spec})" for spec in specs)
         elif isinstance(q, ReadPath | WritePath):
-            rel = next((p for p in (_rel_parts(q.path, roots),) if p is not None), None)
+            rel = _rel_parts(q.path, roots)
             out.append(f"{tool}({'/'.join(rel) if rel else q.path})")
         elif isinstance(q, FetchUrl):
             host = urlsplit(q.url).hostname
-            if host:
-                out.append(f"{tool}(domain:{host})")
+            if not host:
+                return (tool,)
+            out.append(f"{tool}(domain:{host})")
         elif isinstance(q, SwitchMode):
             out.append(f"{tool}({q.mode})")
-    out.append(tool)
-    seen: list[str] = []
-    for r in out:
-        if r not in seen:
-            seen.append(r)
-    return tuple(seen)
+        else:
+            return (tool,)
+    return tuple(dict.fromkeys(out)) or (tool,)
+
+
+def rules_to_allow(request: ApprovalRequest) -> tuple[str, ...]:
+    """The rules an "allow always" answer adds when it names none: the narrowest covering set."""
+    return request.allow_rules or request.suggested_rules[:1] or (request.tool_name,)
 
 
 # Programs whose second word is a subcommand worth keeping in a suggested rule (`npm test:*`,
@@ -385,9 +412,10 @@ def _command_specs(q: RunCommand) -> list[str]:
             return []
         texts, words = list(parsed.commands), [list(w) for w in parsed.words]
     specs: list[str] = []
-    for text, argv in zip(texts, words, strict=False):
-        if not argv:
-            continue
+    changing = [not _reads_only(RunCommand(command=t)) for t in texts]
+    for text, argv, changes in zip(texts, words, changing, strict=False):
+        if not argv or (any(changing) and not changes):
+            continue  # a read-only part of a line that changes things needs no rule
         if not text.startswith(argv[0]):  # leading assignments
             specs.append(text)
             continue

@@ -36,7 +36,16 @@ from .._contract import (
 from .._registry import Registry
 from .._tool import Tool
 from ..errors import ConfigurationError, ToolFailure
-from ..permissions import Decision, Hook, Policy, Settings, parse_rule, suggest_rules
+from ..permissions import (
+    Decision,
+    Hook,
+    Policy,
+    Settings,
+    covering_rules,
+    parse_rule,
+    rules_to_allow,
+    suggest_rules,
+)
 from ..permissions import Rule as _Rule
 from ..sandbox import resolve_path
 from ..validation import InvalidArguments, closest
@@ -316,14 +325,15 @@ class Pipeline(Runner):
         updates: list[StateUpdate],
         notes: list[str],
     ) -> ToolResult:
+        roots = (*self.write_roots, *self.read_roots)
         request = ApprovalRequest(
             call=p.call,
             tool_name=p.tool.name,
             reason=decision.reason,
             requests=requests,
-            suggested_rules=suggest_rules(
-                p.tool.name, requests, (*self.write_roots, *self.read_roots)
-            ),
+            suggested_rules=suggest_rules(p.tool.name, requests, roots),
+            allow_rules=covering_rules(p.tool.name, requests, roots),
+            source="mode" if decision.source not in ("rule", "hook") else decision.source,
         )
         pending = Pending(prepared=p, session=session, request=request, context_notes=notes)
         if self.approver is not None:
@@ -361,13 +371,14 @@ class Pipeline(Runner):
         p, session = pending.prepared, pending.session
         if answer.kind == "deny":
             reason = answer.reason or "The user declined this call."
-            denial = Denial(reason=reason, source="user")
+            denial = Denial(reason=reason, source=answer.source)
             return denied(self.locale, p, denial, ErrorCode.PERMISSION_DENIED)
         if answer.kind == "allow_always":
-            rule = answer.rule or (pending.request.suggested_rules or (p.tool.name,))[0]
-            parse_rule(rule)
-            if rule not in session.allow_rules:
-                session.allow_rules.append(rule)
+            added = (answer.rule,) if answer.rule else rules_to_allow(pending.request)
+            for rule in added:
+                parse_rule(rule)
+                if rule not in session.allow_rules:
+                    session.allow_rules.append(rule)
         if answer.kind == "edit":
             if answer.arguments is None:
                 raise ConfigurationError("Approval.edit needs the edited arguments")
