@@ -1,0 +1,142 @@
+"""Read-only git commands run none of the programs a repository's own config names."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from handrail.sandbox._git_guard import git_guard_env
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+# Each entry runs a program that leaves a canary named after the key.
+HOSTILE = """
+[core]
+    fsmonitor = "touch {c}/fsmonitor; false"
+    pager = "touch {c}/pager; cat"
+    hooksPath = {c}/hooks
+[pager]
+    status = "touch {c}/pager-status; cat"
+[diff]
+    external = "touch {c}/diff-external; true"
+[diff "evil"]
+    textconv = "touch {c}/textconv; cat"
+    command = "touch {c}/diff-command; true"
+[filter "evil"]
+    clean = "touch {c}/clean; cat"
+    smudge = "touch {c}/smudge; cat"
+[log]
+    showSignature = true
+[gpg]
+    program = "touch {c}/gpg; false"
+[include]
+    path = more.config
+"""
+INCLUDED = """
+[diff "other"]
+    textconv = "touch {c}/included-textconv; cat"
+"""
+
+
+def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        ["git", *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return done.stdout
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> tuple[Path, Path]:
+    """A repository whose .git/config would run a canary program from every read command."""
+    repo, canaries = tmp_path / "repo", tmp_path / "canaries"
+    repo.mkdir()
+    canaries.mkdir()
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env, timeout=30)
+    (repo / ".gitattributes").write_text("*.txt diff=evil filter=evil\n*.md diff=other\n")
+    (repo / "a.txt").write_text("one\n")
+    (repo / "b.md").write_text("one\n")
+    for args in (["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "i"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, env=env, timeout=30)
+    hooks = canaries / "hooks"
+    hooks.mkdir()
+    for hook in ("post-index-change", "post-checkout", "reference-transaction"):
+        script = hooks / hook
+        script.write_text(f"#!/bin/sh\ntouch {canaries}/hook-{hook}\n")
+        script.chmod(0o755)
+    with (repo / ".git" / "config").open("a") as f:
+        f.write(HOSTILE.format(c=canaries))
+    (repo / ".git" / "more.config").write_text(INCLUDED.format(c=canaries))
+    (repo / "a.txt").write_text("one\ntwo\n")
+    (repo / "b.md").write_text("one\ntwo\n")
+    return repo, canaries
+
+
+READS = [
+    ["status"],
+    ["status", "--short"],
+    ["diff"],
+    ["diff", "HEAD"],
+    ["log", "-p"],
+    ["show"],
+    ["blame", "a.txt"],
+    ["blame", "b.md"],
+]
+
+
+def test_without_the_guard_the_planted_programs_do_run(hostile: tuple[Path, Path]) -> None:
+    # The probe is real: plain git runs what the repository names.
+    repo, canaries = hostile
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    for args in READS:
+        _git(repo, *args, env=env)
+    ran = {p.name for p in canaries.iterdir()} - {"hooks"}
+    # (gpg.program runs only for signed commits, which this history has none of.)
+    assert {"fsmonitor", "textconv", "diff-command", "clean", "included-textconv"} <= ran
+
+
+def test_with_the_guard_nothing_the_repository_names_runs(hostile: tuple[Path, Path]) -> None:
+    repo, canaries = hostile
+    base = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    for args in READS:
+        line = "git " + " ".join(args)
+        env = {**base, **git_guard_env(line, repo, base)}
+        _git(repo, *args, env=env)
+    assert sorted(p.name for p in canaries.iterdir()) == ["hooks"]
+
+
+def test_the_guarded_diff_still_shows_the_change(hostile: tuple[Path, Path]) -> None:
+    repo, _ = hostile
+    base = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    env = {**base, **git_guard_env("git diff", repo, base)}
+    out = _git(repo, "diff", env=env)
+    assert "+two" in out and "a/a.txt" in out
+    status = _git(repo, "status", "--short", env=env)
+    assert status.split() == ["M", "a.txt", "M", "b.md"]
+
+
+def test_a_literal_cd_target_is_guarded_too(hostile: tuple[Path, Path], tmp_path: Path) -> None:
+    repo, _ = hostile
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = git_guard_env(f"cd {repo} && git diff", elsewhere)
+    keys = {env[k] for k in env if k.startswith("GIT_CONFIG_KEY_")}
+    assert {"diff.evil.textconv", "diff.other.textconv", "filter.evil.clean"} <= keys
+
+
+def test_lines_without_git_get_nothing_and_others_keys_are_kept(tmp_path: Path) -> None:
+    assert git_guard_env("ls -la && cat x", tmp_path) == {}
+    env = git_guard_env("git status", tmp_path, {"GIT_CONFIG_COUNT": "2"})
+    # The caller's own two entries stay; ours follow and win.
+    assert env["GIT_CONFIG_KEY_2"] == "core.fsmonitor"
+    assert int(env["GIT_CONFIG_COUNT"]) == 2 + 3
