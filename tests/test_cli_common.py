@@ -40,7 +40,10 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def configure(workspace: Path, servers: object) -> None:
+    """Write the workspace's mcp.json, and trust it as its user would (or its servers stay off)."""
     (workspace / ".handrail" / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    trusted = run(workspace, "trust")
+    assert trusted.returncode == 0, trusted.stderr
 
 
 def good(workspace: Path) -> dict[str, object]:

@@ -28,6 +28,7 @@ from handrail import (
 )
 from handrail.builtin import coding_tools
 from handrail.mcp import DEFAULT_TOKEN_BUDGET, McpTool, McpTools, load_mcp_tools
+from handrail.permissions import trust_folder
 
 SERVER = Path(__file__).parent / "servers" / "tools_server.py"
 WAIT = 30.0  # seconds: an upper bound for anything a test waits on, never a speed threshold
@@ -44,8 +45,10 @@ def stdio(**extra: Any) -> dict[str, Any]:
 
 
 def write_config(root: Path, servers: dict[str, Any]) -> None:
+    """Write the project's mcp.json and trust the folder (an untrusted one starts no server)."""
     (root / ".handrail").mkdir(exist_ok=True)
     (root / ".handrail" / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    trust_folder(root)
 
 
 @pytest.fixture

@@ -1,4 +1,8 @@
-"""The MCP client's config files: merged user and project servers, and strict errors."""
+"""The MCP client's config files: merged user and project servers, and strict errors.
+
+These tests are about reading the files, so they pass `trust=True`; what an untrusted
+project's file may do is in tests/permissions/test_trust.py and tests/test_cli_trust.py.
+"""
 
 from __future__ import annotations
 
@@ -49,7 +53,7 @@ def test_project_servers_win_over_the_users(tmp_path: Path, user: Path) -> None:
             }
         },
     )
-    servers = load_mcp_config(tmp_path)
+    servers = load_mcp_config(tmp_path, trust=True)
     assert list(servers) == ["notes", "github"]
     assert servers["github"] == McpServerConfig(
         name="github", command="npx", args=("-y", "server-github"), timeout=20.0, source=project
@@ -75,14 +79,14 @@ def test_environment_variables_are_expanded(
             }
         },
     )
-    servers = load_mcp_config(tmp_path)
+    servers = load_mcp_config(tmp_path, trust=True)
     assert servers["api"].url == "https://api.example/mcp"
     assert servers["api"].headers == {"Authorization": "Bearer t0k"}
     assert servers["local"].env == {"TOKEN": "t0k"}
 
 
 def test_no_files_means_no_servers(tmp_path: Path, user: Path) -> None:
-    assert load_mcp_config(tmp_path) == {}
+    assert load_mcp_config(tmp_path, trust=True) == {}
 
 
 BAD_FILES: list[tuple[str, Any]] = [
@@ -113,7 +117,7 @@ def test_a_malformed_file_is_a_clear_error(
     monkeypatch.delenv("HANDRAIL_TEST_UNSET", raising=False)
     path = project_file(tmp_path, content)
     with pytest.raises(ConfigurationError) as info:
-        load_mcp_config(tmp_path)
+        load_mcp_config(tmp_path, trust=True)
     assert str(info.value).startswith(f"MCP config {path}")
 
 
@@ -123,7 +127,7 @@ def test_error_messages(tmp_path: Path, user: Path, monkeypatch: pytest.MonkeyPa
     for name, content in BAD_FILES:
         path = project_file(tmp_path, content)
         with pytest.raises(ConfigurationError) as info:
-            load_mcp_config(tmp_path)
+            load_mcp_config(tmp_path, trust=True)
         messages[name] = str(info.value).replace(str(path), "<file>")
     assert messages == snapshot(
         {

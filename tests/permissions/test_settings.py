@@ -1,4 +1,8 @@
-"""Settings files: reading, merging, errors, and their effect on a `Runtime`."""
+"""Settings files: reading, merging, errors, and their effect on a `Runtime`.
+
+A project's files widen nothing until the folder is trusted (tests/permissions/test_trust.py);
+the tests here that are about merging or about what a setting does trust the folder first.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,12 @@ import pytest
 
 import handrail
 from handrail import ErrorCode, PermissionMode, Runtime, Settings, tool
-from handrail.permissions import load_settings, read_settings_file, user_settings_path
+from handrail.permissions import (
+    load_settings,
+    read_settings_file,
+    trust_folder,
+    user_settings_path,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -105,7 +114,7 @@ def test_project_and_user_lists_are_concatenated(project: Path, tmp_path: Path) 
         project,
         {"permissions": {"allow": ["touch(x)"], "deny": ["run_shell"]}, "disabled_tools": ["b"]},
     )
-    s = load_settings(project, user_path=user)
+    s = load_settings(project, user_path=user, trust=True)
     assert s.allow == ("look", "touch(x)")
     assert s.deny == ("web_fetch", "run_shell")
     assert s.disabled_tools == ("a", "b")
@@ -119,7 +128,7 @@ def test_personal_project_settings_come_last(project: Path, tmp_path: Path) -> N
         project / ".handrail" / "settings.local.json",
         {"permissions": {"allow": ["touch(x)"], "default_mode": "accept_edits"}},
     )
-    s = load_settings(project, user_path=user)
+    s = load_settings(project, user_path=user, trust=True)
     assert s.allow == ("look", "touch(x)")
     assert s.locale == "en" and s.default_mode == PermissionMode.ACCEPT_EDITS
     assert s.sources == (user, shared, local)
@@ -130,7 +139,7 @@ def test_project_scalars_override_user_scalars(project: Path, tmp_path: Path) ->
         tmp_path / "user.json", {"permissions": {"default_mode": "plan"}, "locale": "zh"}
     )
     project_file(project, {"permissions": {"default_mode": "accept_edits"}, "locale": "en"})
-    s = load_settings(project, user_path=user)
+    s = load_settings(project, user_path=user, trust=True)
     assert s.default_mode is PermissionMode.ACCEPT_EDITS
     assert s.locale == "en"
 
@@ -140,7 +149,7 @@ def test_user_scalars_apply_when_the_project_is_silent(project: Path, tmp_path: 
         tmp_path / "user.json", {"permissions": {"default_mode": "plan"}, "locale": "zh"}
     )
     project_file(project, {"permissions": {"allow": ["look"]}})
-    s = load_settings(project, user_path=user)
+    s = load_settings(project, user_path=user, trust=True)
     assert s.default_mode is PermissionMode.PLAN
     assert s.locale == "zh"
 
@@ -234,6 +243,7 @@ def test_malformed_user_file_is_not_ignored_by_runtime(project: Path) -> None:
 async def test_user_deny_wins_over_project_allow(project: Path) -> None:
     user_file({"permissions": {"deny": ["touch"]}})
     project_file(project, {"permissions": {"allow": ["touch"]}})
+    trust_folder(project)
     rt = Runtime([touch], root=project, load_settings=True)
     r = await rt.call("touch", {"name": "a"})
     assert r.error is ErrorCode.PERMISSION_DENIED
@@ -250,6 +260,7 @@ async def test_project_deny_wins_over_user_allow(project: Path, tmp_path: Path) 
 
 async def test_allow_rule_from_settings_runs_without_asking(project: Path) -> None:
     project_file(project, {"permissions": {"allow": ["touch"]}})
+    trust_folder(project)
     rt = Runtime([touch], root=project, load_settings=True)
     r = await rt.call("touch", {"name": "a"})
     assert (r.ok, r.content) == (True, "touched a")
@@ -257,6 +268,7 @@ async def test_allow_rule_from_settings_runs_without_asking(project: Path) -> No
 
 async def test_settings_passed_in_are_layered_over_loaded_files(project: Path) -> None:
     project_file(project, {"permissions": {"allow": ["touch"]}})
+    trust_folder(project)
     rt = Runtime([touch], root=project, load_settings=True, settings=Settings(deny=("touch",)))
     r = await rt.call("touch", {"name": "a"})
     assert r.error is ErrorCode.PERMISSION_DENIED
@@ -318,6 +330,7 @@ async def test_hooks_from_settings_run(project: Path) -> None:
             }
         },
     )
+    trust_folder(project)
     rt = Runtime([touch, look], root=project, load_settings=True, mode="bypass")
     r = await rt.call("touch", {"name": "a"})
     assert r.error is ErrorCode.PERMISSION_DENIED
@@ -335,6 +348,7 @@ async def test_tool_settings_reach_the_tool(project: Path) -> None:
         return "ok"
 
     project_file(project, {"tools": {"configured": {"level": 3}}})
+    trust_folder(project)
     rt = Runtime([configured], root=project, load_settings=True)
     assert (await rt.call("configured", {})).ok
     assert seen == [{"level": 3}]

@@ -1,8 +1,9 @@
-"""The `handrail` command: tools, call, run, serve, and a demo.
+"""The `handrail` command: tools, call, run, serve, trust, and a demo.
 
 `handrail demo` shows the runtime at work with no model and no API key; `handrail tools` lists
 the tools a model would see; `handrail call` makes one call through the whole pipeline;
-`handrail run` runs the agent headless on one prompt; `handrail serve` is the MCP server. The
+`handrail run` runs the agent headless on one prompt; `handrail serve` is the MCP server;
+`handrail trust` lets a folder's own `.handrail/` settings and MCP servers apply. The
 subcommands live in `_cli/_*.py`; what is slow to import (rich, the MCP SDK, the agent layer)
 is imported only inside the command that needs it, so `handrail --help` stays quick and only
 `serve` (or a configured MCP server) loads the MCP SDK.
@@ -21,7 +22,7 @@ import sys
 import time
 import types
 from collections.abc import Coroutine, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from .._context import PermissionMode
 from .._contract import Approval, ApprovalRequest, ProgressEvent, ToolCall, ToolResult
@@ -29,6 +30,9 @@ from .._registry import Registry
 from .._tool import Tool, tool
 from .._version import __version__
 from ..runtime import Runtime
+
+if TYPE_CHECKING:
+    from ._common import SubParsers
 
 
 def _demo_tools() -> list[Tool]:
@@ -189,7 +193,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The main parser, and each subcommand's (whose errors name the subcommand)."""
-    from . import _call, _run, _serve, _tools
+    from . import _call, _run, _serve, _tools, _trust
     from ._common import add_common_options
 
     parser = _Parser(
@@ -208,6 +212,8 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         command = module.add_parser(sub)
         add_common_options(command)
         commands[command.prog.split()[-1]] = command
+    # `trust` runs no tool, so it takes no workspace or policy options.
+    commands["trust"] = _trust.add_parser(cast("SubParsers", sub))
     return parser, commands
 
 
@@ -250,6 +256,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stdout)
         return 0
+    if args.command == "trust":
+        from ._trust import run
+
+        return run(args)
     return _dispatch(args)
 
 

@@ -32,7 +32,10 @@ from .._contract import (
     ToolResult,
     WritePath,
 )
-from ..permissions import rules_to_allow
+from ..errors import ConfigurationError
+from ..permissions import FolderConfig, is_trusted, read_folder_config, rules_to_allow, trust_folder
+from ..permissions._settings import project_settings
+from ..permissions._trust import quoted_trust_command
 from ..runtime import ApproverFunc
 from ._common import (
     CliError,
@@ -177,7 +180,17 @@ def not_a_terminal(request: ApprovalRequest) -> Approval:
 
 
 def save_rule(root: Path, rule: str) -> Path:
-    """Add an allow rule to `<root>/.handrail/settings.local.json`, keeping the rest of the file."""
+    """Add an allow rule to `<root>/.handrail/settings.local.json`, keeping the rest of the file.
+
+    The user chose this rule, so it should not be ignored next time for want of trust: when the
+    folder was trusted before the write, or held nothing that needs trust, its new files are
+    trusted. Otherwise the rule is saved, but the folder stays untrusted (a warning says so).
+    """
+    try:
+        before = read_folder_config(root)
+    except ConfigurationError as exc:  # the caller reports a ValueError and allows once
+        raise ValueError(str(exc)) from exc
+    keep_trust = _trusted_or_harmless(before)
     path = root / SETTINGS_FILE
     settings: dict[str, Any] = {}
     if path.is_file():
@@ -194,16 +207,55 @@ def save_rule(root: Path, rule: str) -> Path:
     rules = cast("list[Any]", allow)
     if rule not in rules:
         rules.append(rule)
+    data = (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".settings-", suffix=".json")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if keep_trust:
+        _trust_again(before, data)
+    else:
+        warn(
+            f"{before.root} is not trusted, so its .handrail settings, this rule included, "
+            f"apply only after {quoted_trust_command(before.root)} (this answer still holds "
+            "for now)"
+        )
     return path
+
+
+def _trusted_or_harmless(folder: FolderConfig) -> bool:
+    """Trusted, or nothing in its files needs trust (only narrowing settings, no servers)."""
+    from ..mcp._config import project_mcp_servers
+
+    try:
+        if is_trusted(folder):
+            return True
+        return (
+            not project_settings(folder, trust=False).refused
+            and not (project_mcp_servers(folder, trust=False)[1])
+        )
+    except ConfigurationError:  # a broken file or trust store: decide nothing for the user
+        return False
+
+
+def _trust_again(before: FolderConfig, written: bytes) -> None:
+    """Trust the folder's files after the write, if only the write changed them."""
+    try:
+        after = read_folder_config(before.root)
+        others = {k: v for k, v in after.files.items() if k != SETTINGS_FILE}
+        unchanged = others == {k: v for k, v in before.files.items() if k != SETTINGS_FILE}
+        if unchanged and after.content(SETTINGS_FILE) == written:
+            trust_folder(after)
+            return
+        reason = "its .handrail files changed meanwhile"
+    except ConfigurationError as exc:
+        reason = str(exc)
+    warn(f"the rule is saved, but {before.root} could not stay trusted: {reason}")
 
 
 async def read_line(stdin: TextIO) -> str:

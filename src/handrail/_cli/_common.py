@@ -1,9 +1,14 @@
 """What the `handrail` subcommands share: common options, the tool set, output and errors.
 
-Every subcommand (tools, call, serve) takes the same options to choose the workspace and the
-permission policy, builds the same tool set (the built-in coding tools, then the tools of the
-MCP servers configured in `.handrail/mcp.json`), and reports its own failures as one line on
-stderr. Heavy imports (rich, the MCP SDK) happen only inside the commands that need them.
+Every subcommand (tools, call, run, serve) takes the same options to choose the workspace and
+the permission policy, builds the same tool set (the built-in coding tools, then the tools of
+the MCP servers configured in the user's and the workspace's `mcp.json`), and reports its own
+failures as one line on stderr. Heavy imports (rich, the MCP SDK) happen only inside the
+commands that need them.
+
+The workspace's own `.handrail/` files apply in full only once the user trusted the folder
+(`handrail trust`); until then the settings loader and `load_mcp_config` leave out what they
+would widen, and say so once on stderr (through the `handrail` logger).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ if TYPE_CHECKING:
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]  # pyright: ignore[reportPrivateUsage]
 
 MCP_CONFIG = Path(".handrail") / "mcp.json"
-"""Where a workspace lists the MCP servers whose tools join the built-in ones."""
+"""Where a workspace lists the MCP servers whose tools join the built-in ones (once trusted)."""
 
 MODES = tuple(m.value for m in PermissionMode)
 
@@ -74,8 +79,9 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--no-settings",
         action="store_true",
-        help="ignore ~/.config/handrail/settings.json and <root>/.handrail/settings.json "
-        "(a --settings file still applies)",
+        help="ignore the settings and MCP server files: ~/.config/handrail/{settings,mcp}.json "
+        "and <root>/.handrail/{settings,settings.local,mcp}.json (a --settings file still "
+        "applies)",
     )
     group.add_argument(
         "--debug", action="store_true", help="log debug details and show tracebacks on errors"
@@ -160,10 +166,11 @@ class ToolSet:
 async def load_tool_set(opts: CommonOptions) -> ToolSet:
     """The built-in coding tools, then the tools of the configured MCP servers.
 
-    MCP servers come from `<root>/.handrail/mcp.json` and the user's `mcp.json`. They are best
-    effort: a broken configuration or a server that does not start is reported on stderr and
-    its tools are left out; the command goes on with the others. The MCP SDK is imported only
-    when some server is configured.
+    MCP servers come from the user's `mcp.json` and `<root>/.handrail/mcp.json` (started only
+    when the folder is trusted; none at all with `--no-settings`). They are best effort: a
+    broken configuration or a server that does not start is reported on stderr and its tools
+    are left out; the command goes on with the others. The MCP SDK is imported only when some
+    server is configured.
     """
     from ..builtin import coding_tools
 
@@ -179,8 +186,10 @@ async def _mcp_tools(opts: CommonOptions, tools: ToolSet) -> list[Tool]:
     from ..errors import ConfigurationError
     from ..mcp import McpTools, load_mcp_config
 
+    if not opts.load_settings:  # --no-settings: no configured server runs either
+        return []
     try:
-        servers = load_mcp_config(opts.root)
+        servers = load_mcp_config(opts.root)  # an untrusted folder's servers are left out
         if not servers:
             return []
         mcp = McpTools(servers, root=opts.root)

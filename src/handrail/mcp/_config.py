@@ -13,6 +13,12 @@ Two files, in the shape most MCP hosts share:
 }}
 ```
 
+The project's file comes with the checkout, and its servers are programs run (outside the
+sandbox) or URLs sent requests: they are started only once the user trusts the folder
+(`handrail trust DIR`, for exactly the folder's current files). Until then they are left out
+and named in one warning; a project entry with `disabled: true` may still hide a user's server,
+since that only takes tools away.
+
 A server has either `command` (stdio: `args`, `env`, `cwd`) or `url` (streamable HTTP:
 `headers`); `type` may say which (`stdio`, `http`), `timeout` caps one call in seconds and
 `disabled: true` skips the entry. `${VAR}` and `${VAR:-default}` are expanded from the
@@ -28,17 +34,24 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError
+from ..permissions import FolderConfig, is_trusted, read_folder_config
+from ..permissions._trust import MCP_FILE, printable, refusal_notice, report_refused
 
 __all__ = [
     "McpServerConfig",
+    "describe_server",
     "load_mcp_config",
+    "parse_mcp_config",
+    "project_mcp_servers",
     "read_mcp_config_file",
     "user_mcp_config_path",
 ]
@@ -96,30 +109,90 @@ def user_mcp_config_path() -> Path:
 
 
 def load_mcp_config(
-    root: str | Path, *, user_path: Path | None = None
+    root: str | Path, *, user_path: Path | None = None, trust: bool | None = None
 ) -> dict[str, McpServerConfig]:
     """The configured servers by name: the user's file, then the project's (which wins).
 
-    Disabled entries are left out. A malformed file raises `ConfigurationError`.
+    Disabled entries are left out. The project's servers are included only when the folder
+    is trusted; otherwise they are named in one warning on the `handrail` logger.
+
+    Args:
+        root: The project folder; its servers are in `<root>/.handrail/mcp.json`.
+        user_path: The user's file. Default: `~/.config/handrail/mcp.json`.
+        trust: Whether the project folder is trusted. None: as the user recorded with
+            `handrail trust` (`~/.config/handrail/trusted.json`), for these exact files.
+
+    Raises:
+        ConfigurationError: A malformed file, or an unreadable trust store.
     """
     servers: dict[str, McpServerConfig] = {}
     user = user_path if user_path is not None else user_mcp_config_path()
-    project = Path(root) / ".handrail" / "mcp.json"
-    for path in (user, project):
-        if path.is_file():
-            for name, config in read_mcp_config_file(path).items():
-                servers.pop(name, None)
-                if config is not None:
-                    servers[name] = config
+    if user.is_file():
+        servers.update({n: c for n, c in read_mcp_config_file(user).items() if c is not None})
+    found, notice = project_mcp_servers(read_folder_config(root), trust=trust)
+    for name, config in found.items():
+        servers.pop(name, None)
+        if config is not None:
+            servers[name] = config
+    if notice:
+        report_refused([notice])
     return servers
+
+
+def project_mcp_servers(
+    folder: FolderConfig, *, trust: bool | None = None
+) -> tuple[dict[str, McpServerConfig | None], str]:
+    """The project's entries (None: disabled), and the notice for what trust would start.
+
+    Untrusted, only the disabled entries are returned, and the file is read without expanding
+    `${VAR}`: neither the environment's values nor a missing variable matter for a server
+    that does not start. Reads nothing: the file is the one `folder` holds.
+    """
+    data = folder.content(MCP_FILE)
+    if data is None:
+        return {}, ""
+    if trust is None:
+        trust = is_trusted(folder)
+    path = folder.path(MCP_FILE)
+    entries = parse_mcp_config(data, path, expand=trust)
+    if trust:
+        return entries, ""
+    refused = [describe_server(c) for c in entries.values() if c is not None]
+    kept: dict[str, McpServerConfig | None] = {n: c for n, c in entries.items() if c is None}
+    if not refused:
+        return kept, ""
+    return kept, refusal_notice(path, ["MCP servers " + ", ".join(refused)], folder.root)
+
+
+def describe_server(config: McpServerConfig, *, limit: int | None = 200) -> str:
+    """`name (command args...)` or `name (url)`, on one line with control characters escaped.
+
+    The command line or URL is cut to `limit` characters (None: whole, to show before trusting).
+    """
+    target = (
+        shlex.join([config.command, *config.args]) if config.command is not None else config.url
+    )
+    return f"{printable(config.name, limit)} ({printable(target or '', limit)})"
 
 
 def read_mcp_config_file(path: Path) -> dict[str, McpServerConfig | None]:
     """Read one `mcp.json`; disabled servers map to None (so they can hide a user's entry)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigurationError(f"cannot read MCP config {path}: {exc.strerror}") from exc
+    return parse_mcp_config(data, path)
+
+
+def parse_mcp_config(
+    data: bytes, path: Path, *, expand: bool = True
+) -> dict[str, McpServerConfig | None]:
+    """Parse one `mcp.json`'s contents (`path` names it in errors); disabled servers map to None.
+
+    `expand=False` keeps `${VAR}` as written (to show an entry without running it).
+    """
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigurationError(f"MCP config {path} is not UTF-8 text: {exc.reason}") from exc
     try:
@@ -149,14 +222,15 @@ def read_mcp_config_file(path: Path) -> dict[str, McpServerConfig | None]:
     out: dict[str, McpServerConfig | None] = {}
     for name, entry in cast(dict[str, Any], entries).items():
         try:
-            out[name] = _entry(name, entry, path)
+            out[name] = _entry(name, entry, path, expand)
         except ConfigurationError as exc:
             raise ConfigurationError(f"MCP config {path}: {exc}") from exc
     return out
 
 
-def _entry(name: str, entry: Any, path: Path) -> McpServerConfig | None:
+def _entry(name: str, entry: Any, path: Path, expand: bool) -> McpServerConfig | None:
     where = f"server {name!r}"
+    string = partial(_string, expand=expand)
     if not name.strip():
         raise ConfigurationError("a server name is empty")
     if not isinstance(entry, dict):
@@ -185,20 +259,32 @@ def _entry(name: str, entry: Any, path: Path) -> McpServerConfig | None:
     ):
         raise ConfigurationError(f"{where}: `timeout` must be a positive number of seconds")
     if kind == "stdio":
-        command = _string(where, "command", data.get("command"))
+        command = string(where, "command", data.get("command"))
         if not command.strip():
             raise ConfigurationError(f"{where}: `command` is empty")
         cwd = data.get("cwd")
         return McpServerConfig(
             name=name,
             command=command,
-            args=tuple(_strings(where, "args", data.get("args", []))),
-            env=_mapping(where, "env", data.get("env", {})),
-            cwd=None if cwd is None else _string(where, "cwd", cwd),
+            args=tuple(_strings(where, "args", data.get("args", []), expand)),
+            env=_mapping(where, "env", data.get("env", {}), expand),
+            cwd=None if cwd is None else string(where, "cwd", cwd),
             timeout=None if timeout is None else float(timeout),
             source=path,
         )
-    url = _string(where, "url", data.get("url"))
+    url = string(where, "url", data.get("url"))
+    if expand:  # unexpanded, `${VAR}` may stand for the whole URL: checked once expanded
+        _check_url(where, url)
+    return McpServerConfig(
+        name=name,
+        url=url,
+        headers=_mapping(where, "headers", data.get("headers", {}), expand),
+        timeout=None if timeout is None else float(timeout),
+        source=path,
+    )
+
+
+def _check_url(where: str, url: str) -> None:
     try:
         parts = urlsplit(url)
     except ValueError as exc:
@@ -207,13 +293,6 @@ def _entry(name: str, entry: Any, path: Path) -> McpServerConfig | None:
         raise ConfigurationError(
             f"{where}: `url` must be an http:// or https:// URL with a host, got {url!r}"
         )
-    return McpServerConfig(
-        name=name,
-        url=url,
-        headers=_mapping(where, "headers", data.get("headers", {})),
-        timeout=None if timeout is None else float(timeout),
-        source=path,
-    )
 
 
 def _transport(where: str, data: dict[str, Any]) -> str:
@@ -257,24 +336,30 @@ def _expand(where: str, key: str, value: str) -> str:
     return _VAR.sub(sub, value)
 
 
-def _string(where: str, key: str, value: Any) -> str:
+def _string(where: str, key: str, value: Any, *, expand: bool = True) -> str:
     if not isinstance(value, str):
         raise ConfigurationError(f"{where}: `{key}` must be a string, got {_kind(value)}")
-    return _expand(where, key, value)
+    return _expand(where, key, value) if expand else value
 
 
-def _strings(where: str, key: str, value: Any) -> list[str]:
+def _strings(where: str, key: str, value: Any, expand: bool) -> list[str]:
     if not isinstance(value, list):
         raise ConfigurationError(f"{where}: `{key}` must be a list of strings, got {_kind(value)}")
-    return [_string(where, f"{key}[{i}]", v) for i, v in enumerate(cast(list[Any], value))]
+    return [
+        _string(where, f"{key}[{i}]", v, expand=expand)
+        for i, v in enumerate(cast(list[Any], value))
+    ]
 
 
-def _mapping(where: str, key: str, value: Any) -> dict[str, str]:
+def _mapping(where: str, key: str, value: Any, expand: bool) -> dict[str, str]:
     if not isinstance(value, dict):
         raise ConfigurationError(
             f"{where}: `{key}` must be an object of strings, got {_kind(value)}"
         )
-    return {str(k): _string(where, f"{key}.{k}", v) for k, v in cast(dict[str, Any], value).items()}
+    return {
+        str(k): _string(where, f"{key}.{k}", v, expand=expand)
+        for k, v in cast(dict[str, Any], value).items()
+    }
 
 
 def _kind(value: Any) -> str:

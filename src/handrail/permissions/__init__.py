@@ -1,9 +1,9 @@
-"""Permissions: rules, modes, the central policy, settings files and hooks.
+"""Permissions: rules, modes, the central policy, settings files, folder trust and hooks.
 
 Invariants: every call is decided here, from data the tool declares (`permission_requests`),
 never by code inside the tool. A deny rule always wins; sandbox limits (roots, protected
 folders) cannot be lifted by any rule, mode or hook; hooks may tighten but never loosen past a
-deny.
+deny. A project's own `.handrail/` files may only narrow until the user trusts the folder.
 """
 
 from __future__ import annotations
@@ -31,10 +31,19 @@ from ._settings import user_settings_path as user_settings_path
 from ._shell import ShellCommand as ShellCommand
 from ._shell import is_read_only_command as is_read_only_command
 from ._shell import parse_command as parse_command
+from ._trust import FolderConfig as FolderConfig
+from ._trust import TrustedFolder as TrustedFolder
+from ._trust import is_trusted as is_trusted
+from ._trust import read_folder_config as read_folder_config
+from ._trust import revoke_trust as revoke_trust
+from ._trust import trust_folder as trust_folder
+from ._trust import trust_store_path as trust_store_path
+from ._trust import trusted_folders as trusted_folders
 
 __all__ = [
     "PROTECTED_DIRS",
     "Decision",
+    "FolderConfig",
     "Hook",
     "HookEvent",
     "HookEventName",
@@ -45,15 +54,22 @@ __all__ = [
     "Rule",
     "Settings",
     "ShellCommand",
+    "TrustedFolder",
     "covering_rules",
     "is_read_only_command",
+    "is_trusted",
     "is_within",
     "load_settings",
     "parse_command",
     "parse_rule",
     "protected_part",
+    "read_folder_config",
     "read_settings_file",
+    "revoke_trust",
     "rules_to_allow",
     "suggest_rules",
+    "trust_folder",
+    "trust_store_path",
+    "trusted_folders",
     "user_settings_path",
 ]

@@ -7,6 +7,13 @@ Both are merged: lists are concatenated (so a deny rule anywhere wins), and for 
 the project file overrides the user file. A malformed file is a setup error naming the file and
 the problem, never silently ignored.
 
+A project's files come with the checkout, so until the user trusts the folder (`_trust.py`,
+`handrail trust DIR`) they may only narrow: deny and ask rules, `hidden_paths`,
+`disabled_tools`, `locale`, features turned off and a default mode no wider than `default`
+(`default`, `plan`, `dont_ask`) apply; allow rules, hooks, per-tool settings, features turned
+on and the `accept_edits` / `bypass` modes are left out, each file's refusals named once in
+`Settings.refused` and logged. The user's own file and an explicit settings file are trusted.
+
 ```json
 {
   "permissions": {"allow": ["run_shell(npm test:*)"], "ask": [], "deny": ["web_fetch"],
@@ -24,7 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,8 +41,27 @@ from .._context import PermissionMode
 from ..errors import ConfigurationError
 from ._hooks import Hook
 from ._rules import parse_rule
+from ._trust import (
+    LOCAL_SETTINGS_FILE,
+    SETTINGS_FILE,
+    FolderConfig,
+    is_trusted,
+    printable,
+    read_folder_config,
+    refusal_notice,
+    report_refused,
+)
 
-__all__ = ["Settings", "load_settings", "user_settings_path"]
+__all__ = [
+    "Settings",
+    "load_settings",
+    "narrowed",
+    "parse_settings",
+    "project_settings",
+    "read_settings_file",
+    "user_settings_path",
+    "widening_items",
+]
 
 
 class _HookSpec(BaseModel):
@@ -91,6 +117,9 @@ class Settings:
     """More paths hidden from every tool, on top of the built-in secret locations."""
     sources: tuple[Path, ...] = ()
     """The files these settings were read from."""
+    refused: tuple[str, ...] = ()
+    """One notice per untrusted project file that held more than it may set: what was left
+    out, and the command that trusts the folder."""
 
     def merged_with(self, other: Settings) -> Settings:
         """`other` layered on top of this one: lists concatenated, other's scalars win."""
@@ -106,6 +135,7 @@ class Settings:
             tools={**self.tools, **other.tools},
             hidden_paths=self.hidden_paths + other.hidden_paths,
             sources=self.sources + other.sources,
+            refused=self.refused + other.refused,
         )
 
 
@@ -120,9 +150,18 @@ def user_settings_path() -> Path:
 def read_settings_file(path: Path) -> Settings:
     """Read one settings file; any problem is a `ConfigurationError` naming the file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise ConfigurationError(f"cannot read settings file {path}: {exc.strerror}") from exc
+    return parse_settings(data, path)
+
+
+def parse_settings(data: bytes, path: Path) -> Settings:
+    """Parse the contents of one settings file (`path` names it in errors and `sources`)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(f"settings file {path} is not UTF-8 text: {exc.reason}") from exc
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -174,24 +213,109 @@ def read_settings_file(path: Path) -> Settings:
     )
 
 
-LOCAL_SETTINGS = Path(".handrail") / "settings.local.json"
+LOCAL_SETTINGS = LOCAL_SETTINGS_FILE
 """Personal project settings (not meant for version control): "allow always" answers go here."""
 
+_NARROW_MODES = frozenset({PermissionMode.DEFAULT, PermissionMode.PLAN, PermissionMode.DONT_ASK})
+"""Modes an untrusted folder may choose: none runs more without asking than `default` does
+(`plan` runs less, `dont_ask` denies what would ask)."""
 
-def load_settings(project_root: Path | None = None, *, user_path: Path | None = None) -> Settings:
+
+def widening_items(settings: Settings, *, limit: int | None = 200) -> tuple[str, ...]:
+    """What in `settings` only a trusted folder may set, one short phrase per kind.
+
+    Allow rules, hooks (they run commands), per-tool settings (they can lift the sandbox or
+    widen its paths), features turned on, and a default mode wider than `default`. Each value
+    is escaped and cut to `limit` characters (None: whole, to show before trusting).
+    """
+
+    def shown(text: str) -> str:
+        return printable(text, limit)
+
+    items: list[str] = []
+    if settings.allow:
+        items.append("allow rules " + ", ".join(shown(r) for r in settings.allow))
+    if settings.default_mode is not None and settings.default_mode not in _NARROW_MODES:
+        items.append(f"default_mode {settings.default_mode.value}")
+    if settings.hooks:
+        hooks = (f"{h.event} {shown(h.command or h.name)}" for h in settings.hooks)
+        items.append("hooks " + ", ".join(hooks))
+    if settings.tools:
+        tools = (
+            f"{shown(name)} {shown(json.dumps(dict(config), ensure_ascii=False))}"
+            for name, config in settings.tools.items()
+        )
+        items.append("tool settings " + ", ".join(tools))
+    enabled = [name for name, on in settings.features.items() if on]
+    if enabled:
+        items.append("features " + ", ".join(shown(n) for n in enabled))
+    return tuple(items)
+
+
+def narrowed(settings: Settings) -> Settings:
+    """`settings` without what `widening_items` names: only what narrows is kept.
+
+    Per-tool settings are dropped whole: which keys narrow is up to each tool (a third party's
+    too), and a tool's dict replaces the user's for that tool when merged, so even a
+    "narrowing" key could drop the user's own stricter choice.
+    """
+    mode = settings.default_mode if settings.default_mode in _NARROW_MODES else None
+    return replace(
+        settings,
+        allow=(),
+        default_mode=mode,
+        hooks=(),
+        tools={},
+        features={name: on for name, on in settings.features.items() if not on},
+    )
+
+
+def load_settings(
+    project_root: Path | None = None, *, user_path: Path | None = None, trust: bool | None = None
+) -> Settings:
     """Merge the settings files that exist: user, then project, then personal project settings.
 
-    Later files override single values; rule lists are concatenated.
+    Later files override single values; rule lists are concatenated. The project's files
+    (`<project_root>/.handrail/settings.json` and `settings.local.json`) apply in full only
+    when the folder is trusted; otherwise only what narrows applies, and what was left out is
+    described in `Settings.refused` and logged once as a warning on the `handrail` logger.
+
+    Args:
+        project_root: The project folder (None: the user's settings only).
+        user_path: The user's settings file. Default: `~/.config/handrail/settings.json`.
+        trust: Whether the project folder is trusted. None: as the user recorded with
+            `handrail trust` (`~/.config/handrail/trusted.json`), for these exact files.
+
+    Raises:
+        ConfigurationError: A settings file, or the trust store, is malformed or unreadable.
     """
     settings = Settings()
     user = user_path if user_path is not None else user_settings_path()
     if user.is_file():
         settings = settings.merged_with(read_settings_file(user))
     if project_root is not None:
-        for project in (
-            project_root / ".handrail" / "settings.json",
-            project_root / LOCAL_SETTINGS,
-        ):
-            if project.is_file():
-                settings = settings.merged_with(read_settings_file(project))
+        folder = read_folder_config(project_root)
+        settings = settings.merged_with(project_settings(folder, trust=trust))
+        report_refused(settings.refused)
+    return settings
+
+
+def project_settings(folder: FolderConfig, *, trust: bool | None = None) -> Settings:
+    """The folder's two settings files merged, narrowed unless the folder is trusted.
+
+    Reads nothing: the files are those `folder` holds (the same bytes its digest covers).
+    """
+    if trust is None:
+        trust = bool(folder.files) and is_trusted(folder)
+    settings = Settings()
+    for relative in (SETTINGS_FILE, LOCAL_SETTINGS_FILE):
+        data = folder.content(relative)
+        if data is None:
+            continue
+        parsed = parse_settings(data, folder.path(relative))
+        items = () if trust else widening_items(parsed)
+        if items:
+            notice = refusal_notice(folder.path(relative), items, folder.root)
+            parsed = replace(narrowed(parsed), refused=(notice,))
+        settings = settings.merged_with(parsed)
     return settings
