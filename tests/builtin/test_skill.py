@@ -27,6 +27,7 @@ from handrail import (
     ToolKind,
 )
 from handrail.builtin import ReadFile, Skill
+from handrail.permissions import trust_folder
 
 
 class CommandArgs(BaseModel):
@@ -333,6 +334,7 @@ async def test_allowed_tools_are_granted_while_the_skill_is_active(
     add_skill(base, "test", extra="allowed_tools:\n  - run_command(npm test:*)\n")
     add_skill(base, "build", extra="allowed_tools: ['run_command(make:*)']\n")
     add_skill(base, "plain")
+    trust_folder(ws)
     rt = make_runtime(ws, Skill(project_dir=ws))
 
     r = await rt.call("run_command", {"command": "npm test"})
@@ -361,6 +363,22 @@ async def test_allowed_tools_are_granted_while_the_skill_is_active(
     await rt.call("skill", {"name": "plain"})
     assert rt.session.allow_rules == []
     assert rt.session.data["skill"] == {"active": "plain", "rules": []}
+
+
+async def test_an_untrusted_project_skill_grants_nothing(ws: Path, user_dir: Path) -> None:
+    # The checkout wrote this skill; until the user trusts the folder, its rules stay out.
+    add_skill(project_skills(ws), "test", extra="allowed_tools: ['run_command(npm test:*)']\n")
+    rt = make_runtime(ws, Skill(project_dir=ws))
+    r = await rt.call("skill", {"name": "test"})
+    assert r.ok and r.metadata["allowed_tools"] == []
+    assert r.content.splitlines()[-1] == snapshot(
+        "This project skill lists allowed tools (`run_command(npm test:*)`), but the project folder is not trusted, so they do not apply: calls still need the usual approval. The user can trust the folder with `handrail trust`."
+    )
+    assert rt.session.allow_rules == []
+    assert isinstance(await rt.call("run_command", {"command": "npm test"}), Interrupted)
+    trust_folder(ws)
+    await rt.call("skill", {"name": "test"})
+    assert rt.session.allow_rules == ["run_command(npm test:*)"]
 
 
 async def test_rules_the_session_already_had_are_kept(ws: Path, user_dir: Path) -> None:
@@ -414,6 +432,7 @@ async def test_messages_in_chinese(ws: Path, user_dir: Path) -> None:
     base = project_skills(ws)
     add_skill(base, "test", extra="allowed_tools: ['run_command(npm test:*)']\n")
     add_skill(base, "build")
+    trust_folder(ws)
     rt = make_runtime(ws, Skill(project_dir=ws), locale="zh")
     r = await rt.call("skill", {"name": "tset"})
     assert r.content == snapshot(

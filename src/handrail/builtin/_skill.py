@@ -40,7 +40,7 @@ from .. import (
     ToolKind,
     ToolResult,
 )
-from ..permissions import parse_rule, user_settings_path
+from ..permissions import is_trusted, parse_rule, user_settings_path
 from ..validation import closest
 from ._i18n import text
 
@@ -78,6 +78,11 @@ CATALOG = {
         "more_files": "(more files not listed; use list_files on the skill folder)",
         "rules": "Allowed without asking while this skill is active: {rules}.",
         "dropped": "The rules of the skill {previous!r} no longer apply.",
+        "untrusted": (
+            "This project skill lists allowed tools ({rules}), but the project folder is not "
+            "trusted, so they do not apply: calls still need the usual approval. The user can "
+            "trust the folder with `handrail trust`."
+        ),
         "summary": "Loaded skill {name}",
     },
     "zh": {
@@ -94,6 +99,10 @@ CATALOG = {
         "more_files": "(还有更多文件未列出;请对技能文件夹使用 list_files)",
         "rules": "该技能生效期间无需询问即可执行:{rules}。",
         "dropped": "技能 {previous!r} 的规则不再适用。",
+        "untrusted": (
+            "这个项目技能列出了允许的工具({rules}),但项目文件夹未被信任,所以它们不生效:"
+            "调用仍需通常的批准。用户可以用 `handrail trust` 信任该文件夹。"
+        ),
         "summary": "已加载技能 {name}",
     },
 }
@@ -372,6 +381,14 @@ class Skill(Tool):
             code=ErrorCode.INVALID_ARGS,
         )
 
+    def _project_trusted(self) -> bool:
+        if self.project_dir is None:
+            return False
+        try:
+            return is_trusted(self.project_dir)
+        except ConfigurationError:  # an unreadable store or file: trust nothing
+            return False
+
     def run(self, args: SkillArgs, ctx: ToolContext) -> ToolResult:
         """Return the instructions and the file listing; make the skill's rules the active ones."""
         loc = ctx.locale
@@ -386,6 +403,10 @@ class Skill(Tool):
         before = cast(dict[str, Any], state) if isinstance(state, dict) else {}
         previous, previous_rules = before.get("active"), before.get("rules")
         rules = info.allowed_tools
+        untrusted: tuple[str, ...] = ()
+        if rules and info.source == "project" and not self._project_trusted():
+            # A checkout's own skill must not widen permissions before the user trusts it.
+            untrusted, rules = rules, ()
 
         def activate(session: Session) -> None:
             old: Any = session.data.get(STATE_KEY)
@@ -409,6 +430,10 @@ class Skill(Tool):
         notes: list[str] = []
         if rules:
             notes.append(text(loc, CATALOG, "rules", rules=", ".join(f"`{r}`" for r in rules)))
+        if untrusted:
+            notes.append(
+                text(loc, CATALOG, "untrusted", rules=", ".join(f"`{r}`" for r in untrusted))
+            )
         if previous_rules and previous != info.name:
             notes.append(text(loc, CATALOG, "dropped", previous=previous))
         if notes:
