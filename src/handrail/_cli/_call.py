@@ -288,7 +288,8 @@ def terminal_approver(root: Path, err: Console, stdin: TextIO) -> ApproverFunc:
     from rich.text import Text
 
     async def approve(request: ApprovalRequest) -> Approval:
-        rule = (request.suggested_rules or (request.tool_name,))[0]
+        rules = rules_to_allow(request)
+        shown = " and ".join(rules)
         err.print(Text(f"{request.tool_name} needs your approval: ", style="bold yellow"), end="")
         err.print(Text(request.reason), soft_wrap=True)
         for item in request.requests:
@@ -296,7 +297,7 @@ def terminal_approver(root: Path, err: Console, stdin: TextIO) -> ApproverFunc:
             if isinstance(item, SwitchMode) and item.plan:
                 err.print(Text(item.plan.strip()), soft_wrap=True)
         err.print(
-            Text(f"Allow? [y]es / [N]o / [a]lways (saves the rule {rule} in {SETTINGS_FILE}): "),
+            Text(f"Allow? [y]es / [N]o / [a]lways (saves {shown} in {SETTINGS_FILE}): "),
             end="",
             soft_wrap=True,
         )
@@ -305,12 +306,18 @@ def terminal_approver(root: Path, err: Console, stdin: TextIO) -> ApproverFunc:
             return Approval.allow_once()
         if answer in ("a", "always"):
             try:
-                path = save_rule(root, rule)
+                path = root / SETTINGS_FILE
+                for rule in rules:
+                    path = save_rule(root, rule)
             except (OSError, ValueError) as exc:
-                warn(f"could not save the rule {rule}: {exc}; allowing this call once")
+                warn(f"could not save {shown}: {exc}; allowing this call once")
                 return Approval.allow_once()
-            err.print(Text(f"saved: {rule} is allowed from now on ({path})", style="dim"))
-            return Approval.allow_always(rule)
+            try:
+                later = "from now on" if is_trusted(root) else "in this session"
+            except ConfigurationError:
+                later = "in this session"
+            err.print(Text(f"saved: {shown} allowed {later} ({path})", style="dim"))
+            return Approval.allow_always()
         return Approval.deny("The user declined this call at the terminal.")
 
     return approve
