@@ -131,6 +131,7 @@ class ToolContext:
         "call_id",
         "cwd",
         "deadline",
+        "hidden_paths",
         "locale",
         "read_roots",
         "session",
@@ -152,6 +153,7 @@ class ToolContext:
         locale: str = "en",
         progress: ProgressFunc | None = None,
         settings: Mapping[str, Any] | None = None,
+        hidden_paths: tuple[Path, ...] = (),
     ) -> None:
         self.call_id = call_id
         """The id of the call being run."""
@@ -171,6 +173,9 @@ class ToolContext:
         """Language for model-facing text (`en`, `zh`)."""
         self.settings: Mapping[str, Any] = settings or {}
         """Tool settings from the runtime configuration."""
+        self.hidden_paths = hidden_paths
+        """Secret locations no tool may read, list or search, even inside a root; the shell's
+        sandbox hides them too (`handrail.permissions.hidden_paths`). The runtime fills it."""
         self._progress = progress
         self._updates: list[StateUpdate] = []
         self._cancelled = False

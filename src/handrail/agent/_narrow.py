@@ -83,6 +83,7 @@ class NarrowedPolicy(Policy):
         session_allow: Sequence[Rule] = (),
         hook: Any = None,
         hook_reason: str = "",
+        hidden_paths: Sequence[Path] = (),
     ) -> Decision:
         """The stricter of the child's and the parent's decisions for this call."""
         if any(isinstance(q, SwitchMode) for q in requests):
@@ -102,6 +103,7 @@ class NarrowedPolicy(Policy):
             session_allow=session_allow,
             hook=hook,
             hook_reason=hook_reason,
+            hidden_paths=hidden_paths,
         )
         if mine.behavior == "deny":
             return mine
@@ -116,6 +118,7 @@ class NarrowedPolicy(Policy):
             session_allow=self._parent_allow(),
             hook=hook,
             hook_reason=hook_reason,
+            hidden_paths=hidden_paths,
         )
         return theirs if _RANK[theirs.behavior] < _RANK[mine.behavior] else mine
 
@@ -195,4 +198,5 @@ def narrowed_runtime(
         locale=parent.locale,
         default_timeout=parent.default_timeout,
         max_concurrency=parent.max_concurrency,
+        hidden_paths=parent.hidden_paths,
     )

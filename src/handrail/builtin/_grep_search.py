@@ -33,6 +33,7 @@ from .. import (
     ToolResult,
 )
 from ..sandbox import RipgrepRun, SearchRoot, compile_glob, run_ripgrep
+from ._hidden_paths import hidden_filter
 from ._i18n import Catalog, text
 from ._list_files import (
     SEARCH_TIMEOUT,
@@ -352,6 +353,11 @@ class GrepSearch(Tool):
             if args.after is not None:
                 rg_args.append(f"--after-context={args.after}")
         rg_args.append(f"--regexp={args.pattern}")
+        keep = _keeper(match, mode)
+        hidden = hidden_filter(root.cwd, ctx.hidden_paths) if root.kind == "dir" else None
+        if hidden is not None:  # the folder holds a hidden path: out of the walk and the output
+            rg_args += hidden.args
+            keep = hidden.wrap(keep)
         if root.name is not None:
             rg_args += ("--", root.name)
         seconds = time_limit(ctx, self.search_timeout)
@@ -362,7 +368,7 @@ class GrepSearch(Tool):
             ctx=ctx,
             nul_separated=mode == "files_with_matches",
             with_mtime=mode == "files_with_matches" and self.newest_first,
-            keep=_keeper(match, mode),
+            keep=keep,
             max_output=self.max_output,
         )
         if run.failed:

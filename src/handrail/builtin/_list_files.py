@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import heapq
+import os
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -42,6 +43,7 @@ from ..sandbox import (
     run_ripgrep,
     search_root,
 )
+from ._hidden_paths import hidden_filter, refuse_hidden, visible_names
 from ._i18n import Catalog, text
 
 __all__ = ["ListFiles", "ListFilesArgs"]
@@ -197,10 +199,15 @@ def resolve_search(path: str | None, ctx: ToolContext) -> SearchRoot:
             text(ctx.locale, SEARCH_CATALOG, "outside", path=path, roots=roots or "-"),
             code=ErrorCode.OUTSIDE_READ_ROOTS,
         ) from None
+    refuse_hidden(root.path, ctx)
     if root.kind == "missing":
         msg = text(ctx.locale, SEARCH_CATALOG, "not_found", path=root.path)
         wanted = root.path.rstrip("/").rsplit("/", 1)[-1]
-        near = difflib.get_close_matches(wanted, root.nearby, n=3, cutoff=0.6)
+        folder = os.path.dirname(root.path)
+        while folder and not os.path.isdir(folder):  # where `nearby` was listed
+            folder = os.path.dirname(folder)
+        names = visible_names(folder or "/", root.nearby, ctx)
+        near = difflib.get_close_matches(wanted, names, n=3, cutoff=0.6)
         if near:
             names = ", ".join(f"`{n}`" for n in near)
             msg += text(ctx.locale, SEARCH_CATALOG, "did_you_mean", names=names)
@@ -393,6 +400,11 @@ class ListFiles(Tool):
         if args.no_ignore:
             rg_args.append("--no-ignore")
         rg_args += glob.args
+        keep = glob.match
+        hidden = hidden_filter(root.cwd, ctx.hidden_paths)
+        if hidden is not None:  # the folder holds a hidden path: out of the walk and the output
+            rg_args += hidden.args
+            keep = hidden.wrap(keep)
         seconds = time_limit(ctx, self.search_timeout)
         run = await run_ripgrep(
             rg_args,
@@ -401,7 +413,7 @@ class ListFiles(Tool):
             ctx=ctx,
             nul_separated=True,
             with_mtime=self.newest_first,
-            keep=glob.match,
+            keep=keep,
             max_output=self.max_output,
         )
         if run.failed:

@@ -43,6 +43,7 @@ from ..sandbox import (
     stat_file,
 )
 from ..validation import closest
+from ._hidden_paths import refuse_hidden, visible_names
 from ._i18n import text
 from ._records import digest, record_read, unchanged_range
 
@@ -270,6 +271,7 @@ class ReadFile(Tool):
         """Read the file and return the requested page of numbered lines."""
         loc = ctx.locale
         path = confine_read(args.file_path, ctx)
+        refuse_hidden(path, ctx)  # again at open time: the policy saw the path before the run
         data = self._load(path, ctx)
         what = sniff_binary(data.data)
         if what is not None:
@@ -384,7 +386,7 @@ def _not_found(path: str, ctx: ToolContext) -> str:
     loc = ctx.locale
     message = text(loc, CATALOG, "not_found", path=path)
     folder, name = os.path.split(path)
-    names = list_dir_names(folder, ctx)
+    names = visible_names(folder, list_dir_names(folder, ctx), ctx)
     guesses = closest(name, names, n=3) if names else []
     if guesses:
         shown = ", ".join(os.path.join(folder, g) for g in guesses)

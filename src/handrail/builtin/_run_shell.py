@@ -54,6 +54,7 @@ from ..sandbox import (
     sandbox_support,
     stat_file,
 )
+from ..sandbox._read_view import ReadView, plan_read_view, toolchain_dirs
 from ._i18n import text
 from ._shell_jobs import shell_state, start_job
 from ._shell_text import CATALOG, OUTPUT_CHARS, short_command
@@ -82,6 +83,9 @@ DEFAULT_ENV_DENY = (
     "XAI_API_KEY",
     "HANDRAIL_*",
 )
+DEFAULT_READ_PATHS = ("~/.gitconfig", "~/.config/git")
+"""Paths under the home a sandboxed command reads by default: git's identity and ignore rules
+(`~/.config/git/credentials` stays hidden)."""
 _FIXED_ENV = {
     # Nothing should page, prompt or ask interactively: there is no terminal and no stdin.
     "PAGER": "cat",
@@ -123,6 +127,30 @@ class RunShellArgs(BaseModel):
     )
 
 
+READS_CATALOG = {
+    "en": {
+        "reads_hint": (
+            "Note: sandboxed commands see the workspace, the read roots, $TMPDIR and the system "
+            "folders, but not the rest of the home folder, and secret locations (~/.ssh, "
+            "cloud and registry credentials, shell histories, handrail's own settings) are "
+            "hidden from every tool. A 'No such file or directory' or 'Permission denied' "
+            "error above for such a path comes from that: work inside the workspace, or ask "
+            "the user to add the path to the extra_read_paths setting of run_shell."
+        ),
+    },
+    "zh": {
+        "reads_hint": (
+            "注意:沙箱中的命令只能看到工作区、可读根目录、$TMPDIR 和系统目录,"
+            "看不到主目录的其余部分;机密位置(~/.ssh、云服务和软件仓库的凭据、"
+            "shell 历史、handrail 自身的设置)对所有工具都隐藏。"
+            "上面针对此类路径的 'No such file or directory' 或 'Permission denied' 错误由此引起:"
+            "请在工作区内操作,"
+            "或请用户把该路径加入 run_shell 的 extra_read_paths 设置。"
+        ),
+    },
+}
+
+
 @functools.lru_cache(maxsize=32)
 def _deny_pattern(patterns: tuple[str, ...]) -> re.Pattern[str]:
     """One regex for all the fnmatch patterns (checked against every variable on every call)."""
@@ -147,6 +175,8 @@ class _Options:
         self.allow_unsandboxed = bool(merged["allow_unsandboxed"])
         self.network = bool(merged["network"])
         self.extra_write_paths = tuple(str(p) for p in merged["extra_write_paths"])
+        self.extra_read_paths = tuple(str(p) for p in merged["extra_read_paths"])
+        self.confine_reads = bool(merged["confine_reads"])
         self.env_deny = tuple(str(p) for p in merged["env_deny"])
 
 
@@ -159,6 +189,11 @@ class RunShell(Tool):
         allow_unsandboxed: Where no OS sandbox is available, run unsandboxed instead of refusing.
         network: Give sandboxed commands network access (default: none).
         extra_write_paths: More folders sandboxed commands may write (e.g. `~/.cache`).
+        extra_read_paths: More paths under the home that sandboxed commands may read (default
+            `~/.gitconfig` and `~/.config/git`, for git's identity and ignore rules).
+        confine_reads: Hide the home from sandboxed commands, but for the workspace, the roots,
+            these extra paths and the toolchains on PATH (default True). Hidden paths stay
+            hidden either way.
         env_deny: Environment variables (fnmatch patterns) not passed to commands.
         support: What the machine offers (default: probed once); for tests and diagnostics.
 
@@ -196,6 +231,8 @@ class RunShell(Tool):
         allow_unsandboxed: bool = False,
         network: bool = False,
         extra_write_paths: Sequence[str] = (),
+        extra_read_paths: Sequence[str] = DEFAULT_READ_PATHS,
+        confine_reads: bool = True,
         env_deny: Sequence[str] = DEFAULT_ENV_DENY,
         support: SandboxSupport | None = None,
         **options: Any,
@@ -205,6 +242,8 @@ class RunShell(Tool):
             "allow_unsandboxed": allow_unsandboxed,
             "network": network,
             "extra_write_paths": tuple(extra_write_paths),
+            "extra_read_paths": tuple(extra_read_paths),
+            "confine_reads": confine_reads,
             "env_deny": tuple(env_deny),
         }
         self._support = support
@@ -275,14 +314,17 @@ class RunShell(Tool):
         confine = opts.sandbox and support.available
         if not confine and not support.namespaces:
             return None, note
+        extra_write = [os.path.expanduser(p) for p in opts.extra_write_paths]
+        view = self._read_view(opts, ctx, temp_dir, extra_write) if confine else None
         try:
             conf = Confinement(
                 write_roots=ctx.write_roots,
                 temp_dir=temp_dir,
                 network=opts.network,
-                extra_write=[os.path.expanduser(p) for p in opts.extra_write_paths],
+                extra_write=extra_write,
                 filesystem=confine,
                 support=support,
+                view=view,
             )
         except OSError as exc:
             raise ToolFailure(
@@ -290,6 +332,29 @@ class RunShell(Tool):
                 code=ErrorCode.SANDBOX_UNAVAILABLE,
             ) from exc
         return conf, note
+
+    @staticmethod
+    def _read_view(
+        opts: _Options, ctx: ToolContext, temp_dir: Path, extra_write: Sequence[str]
+    ) -> ReadView:
+        """What the command may read: the home hidden but for what it needs; hidden paths never.
+
+        With `confine_reads` off the home stays visible, and only the hidden paths are covered.
+        """
+        home = os.path.realpath(Path.home())
+        visible: list[str | Path] = [
+            # The roots and the cwd are resolved already; the settings' paths are not.
+            ctx.cwd,
+            *ctx.read_roots,
+            *ctx.write_roots,
+            os.path.realpath(temp_dir),
+            *(os.path.realpath(p) for p in extra_write),
+            *(os.path.realpath(os.path.expanduser(p)) for p in opts.extra_read_paths),
+            *toolchain_dirs(os.environ.get("PATH", ""), home),
+        ]
+        return plan_read_view(
+            home=home if opts.confine_reads else None, visible=visible, hidden=ctx.hidden_paths
+        )
 
     async def run(self, args: RunShellArgs, ctx: ToolContext) -> ToolResult:
         """Run the command (or start it in the background) and report how it ended."""
@@ -341,6 +406,13 @@ class RunShell(Tool):
                 else ErrorCode.EXECUTION_ERROR,
             ) from exc
         mechanism = conf.label if conf is not None else "none"
+        reads = {"reads": "unconfined"}
+        if conf is not None and conf.reads_by is not None:
+            # Without confine_reads the home stays visible: only the hidden paths are covered.
+            reads = {
+                "reads": "confined" if opts.confine_reads else "secrets_hidden",
+                "reads_by": conf.reads_by,
+            }
         if args.run_in_background:
             assert log is not None
             start_job(
@@ -354,9 +426,9 @@ class RunShell(Tool):
                 log_path=log,
                 timeout=args.timeout_seconds,
             )
-            return self._background(args, ctx, job_id, proc, log, mechanism)
+            return self._background(args, ctx, job_id, proc, log, mechanism, reads)
         return await self._foreground(
-            args, ctx, proc, capture, spill, mechanism, unsandboxed_note, before
+            args, ctx, proc, capture, spill, (mechanism, reads), unsandboxed_note, before
         )
 
     async def _foreground(
@@ -366,11 +438,12 @@ class RunShell(Tool):
         proc: ShellProcess,
         capture: OutputCapture,
         spill: Path,
-        mechanism: str,
+        sandbox: tuple[str, dict[str, str]],
         unsandboxed_note: str,
         before: dict[str, tuple[int, int] | None],
     ) -> ToolResult:
         loc = ctx.locale
+        mechanism, reads = sandbox
         try:
             exited = await proc.wait(args.timeout_seconds)
             if exited:
@@ -392,6 +465,7 @@ class RunShell(Tool):
             "timed_out": not exited,
             "duration_ms": round(duration * 1000),
             "sandbox": mechanism,
+            **reads,
             "output": stats,
         }
         output_file = stats.get("spill_path")
@@ -441,6 +515,11 @@ class RunShell(Tool):
             roots = ", ".join(str(r) for r in ctx.write_roots)
             net = "" if self._options(ctx).network else text(loc, CATALOG, "net_off")
             parts.append(text(loc, CATALOG, "sandbox_hint", roots=roots, net=net))
+        if reads["reads"] == "confined" and (
+            "No such file or directory" in output
+            or (reads.get("reads_by") == "landlock" and "Permission denied" in output)
+        ):
+            parts.append(text(loc, READS_CATALOG, "reads_hint"))
         parts += tail
         return ToolResult.failure(
             ErrorCode.NONZERO_EXIT,
@@ -457,6 +536,7 @@ class RunShell(Tool):
         proc: ShellProcess,
         log: Path,
         mechanism: str,
+        reads: dict[str, str],
     ) -> ToolResult:
         short = short_command(args.command)
         return ToolResult.success(
@@ -475,6 +555,7 @@ class RunShell(Tool):
                 "pid": proc.pid,
                 "log_file": str(log),
                 "sandbox": mechanism,
+                **reads,
                 "timeout_seconds": args.timeout_seconds,
             },
         )

@@ -44,6 +44,7 @@ from .._contract import (
     ToolKind,
     WritePath,
 )
+from ._hidden import hidden_refusal
 from ._rules import Rule, parse_rule, rule_matches_request, simple_commands
 from ._shell import parse_command
 
@@ -143,8 +144,14 @@ class Policy:
         session_allow: Sequence[Rule] = (),
         hook: Behavior | None = None,
         hook_reason: str = "",
+        hidden_paths: Sequence[Path] = (),
     ) -> Decision:
-        """Decide one call. `requests` hold resolved absolute paths."""
+        """Decide one call. `requests` hold resolved absolute paths.
+
+        `hidden_paths` (see `permissions.hidden_paths`) are refused like paths outside the
+        roots, even inside a root; the runtime also checks them before any policy, so a
+        `Policy` subclass cannot lift them.
+        """
         tool = names[0]
         deny, ask, allow = self.rules_for(names)
         roots = (*write_roots, *read_roots)
@@ -156,7 +163,7 @@ class Policy:
                     rule=rule.text,
                     source="rule",
                 )
-        limit = self._check_roots(requests, read_roots, write_roots)
+        limit = self._check_roots(requests, read_roots, write_roots, hidden_paths)
         if limit is not None:
             return limit
         if mode is PermissionMode.PLAN and not read_only and not _only_switches(requests):
@@ -250,7 +257,12 @@ class Policy:
         requests: Sequence[PermissionRequest],
         read_roots: Sequence[Path],
         write_roots: Sequence[Path],
+        hidden: Sequence[Path] = (),
     ) -> Decision | None:
+        # Hidden first: a secret location inside a root (the workspace is the home) stays shut.
+        refused = hidden_refusal(requests, hidden)
+        if refused is not None:
+            return Decision(behavior="deny", reason=refused[0], source="roots", code=refused[1])
         readable = (*read_roots, *write_roots)
         for q in requests:
             if isinstance(q, WritePath):

@@ -47,6 +47,7 @@ from ..permissions import (
     suggest_rules,
 )
 from ..permissions import Rule as _Rule
+from ..permissions._hidden import hidden_refusal
 from ..sandbox import resolve_path
 from ..validation import InvalidArguments, closest
 from ._calls import ApproverFunc, Pending, Plan, Prepared, ProgressFunc, RunState
@@ -79,6 +80,7 @@ class Pipeline(Runner):
         write_roots: tuple[Path, ...],
         default_timeout: float | None,
         on_progress: ProgressFunc | None,
+        hidden_paths: tuple[Path, ...] = (),
     ) -> None:
         super().__init__(
             hooks=hooks,
@@ -93,6 +95,9 @@ class Pipeline(Runner):
         self.registry = registry
         self.policy = policy
         self.approver = approver
+        self.hidden_paths = hidden_paths
+        """Secret locations every call is refused (checked before the policy, which cannot
+        lift them) and every tool sees in its `ToolContext`."""
         self.pending: dict[str, Pending] = {}
         """Calls stopped at stage 6 without an approver, by call id, until `resume_call`."""
         self._plans: dict[str, Plan] = {}
@@ -257,6 +262,11 @@ class Pipeline(Runner):
                     requests = self._resolve_requests(tool.permission_requests(p.args, ctx))
                 except ToolFailure as exc:
                     return ready(fail(call, tool.name, p.t0, exc.code, exc.message))
+                # Here, not in the policy alone: a Policy subclass must not be able to lift it.
+                hidden = hidden_refusal(requests, self.hidden_paths)
+                if hidden is not None:
+                    denial = Denial(reason=hidden[0], source="roots")
+                    return ready(denied(self.locale, p, denial, hidden[1]))
             decision = self.policy.decide(
                 names=plan.names,
                 kind=tool.kind,
@@ -313,6 +323,13 @@ class Pipeline(Runner):
                 rule = self._session_rules[text] = parse_rule(text)
             rules.append(rule)
         return rules
+
+    def _context(
+        self, call: ToolCall, tool: Tool, session: Session, state: RunState | None = None
+    ) -> ToolContext:
+        ctx = super()._context(call, tool, session, state)
+        ctx.hidden_paths = self.hidden_paths
+        return ctx
 
     # -- approvals ---------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from .._tool import Tool
 from ..errors import ConfigurationError
 from ..permissions import Hook, Policy, Settings, is_within
 from ..permissions import load_settings as _load_settings
+from ..permissions._hidden import hidden_paths as _hidden_paths
 from ..sandbox import resolve_path
 from ._calls import ApproverFunc, ProgressFunc
 from ._executor import Batch, StreamingExecutor
@@ -70,6 +71,10 @@ class Runtime:
         default_timeout: Seconds a call may run when its tool sets no timeout (None: no limit).
         max_concurrency: Most calls running at once in a batch.
         on_progress: Receives every progress event from every call.
+        hidden_paths: More paths hidden from every tool, on top of the built-in secret
+            locations and the settings' `hidden_paths` (`~` expanded, relative to `root`).
+            No call may read, list, search or write inside them, whatever the roots, rules
+            or mode, and the shell's sandbox hides them.
 
     The settings above (`registry`, `policy`, `hooks`, `approver`, `locale`, `cwd`, ...) are
     attributes too, and a host may set them later (an `approver`, an `on_progress`): they live
@@ -98,6 +103,7 @@ class Runtime:
         default_timeout: float | None = None,
         max_concurrency: int = 10,
         on_progress: ProgressFunc | None = None,
+        hidden_paths: Iterable[str | Path] = (),
     ) -> None:
         self.root = (
             Path(resolve_path(str(root), Path.cwd())) if root is not None else Path.cwd().resolve()
@@ -149,6 +155,8 @@ class Runtime:
             write_roots=writable,
             default_timeout=default_timeout,
             on_progress=on_progress,
+            # The real user's home, now: a later change of $HOME does not move the secrets.
+            hidden_paths=_hidden_paths((*settings.hidden_paths, *hidden_paths), base=self.root),
         )
         # The pipeline's own methods, bound once: `call` reaches them with no extra hop.
         self.prepare = pipeline.prepare
@@ -250,6 +258,11 @@ class Runtime:
     @cwd.setter
     def cwd(self, value: Path) -> None:
         self._pipeline.cwd = value
+
+    @property
+    def hidden_paths(self) -> tuple[Path, ...]:
+        """Secret locations no call may touch (built-ins, settings, the constructor's)."""
+        return self._pipeline.hidden_paths
 
     @property
     def read_roots(self) -> tuple[Path, ...]:

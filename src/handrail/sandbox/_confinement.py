@@ -7,6 +7,13 @@ A confined command and every process it starts:
 * cannot change `.git` or `.handrail` at the top of a write root: they are bind-mounted
   read-only in a private mount namespace (Landlock grants are inherited downward and cannot
   carve a read-only hole into a writable root);
+* with a `ReadView`, cannot read the user's home beyond what it needs, nor any hidden path:
+  in the same mount namespace the home is covered by an empty tmpfs, the needed paths are
+  cloned back on top (`open_tree` + `move_mount`), and hidden paths it could still reach are
+  covered (`_read_view.py` plans it). Without mount namespaces, Landlock confines reading
+  files the same way (names stay listable). As root, the capabilities that read around
+  mounts (file handles, raw devices, device nodes, kernel memory and modules) leave its
+  bounding set;
 * has no network unless allowed: a new network namespace with only a loopback interface (or,
   without namespaces, Landlock's TCP rules, which leave UDP open);
 * lives in its own PID namespace under a shell that is its init: when that shell ends, the
@@ -28,9 +35,13 @@ import shutil
 import socket
 import struct
 import subprocess
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
+
+from ._read_view import ReadView, landlock_readable
 
 __all__ = [
     "Confinement",
@@ -45,8 +56,10 @@ _SYS_LANDLOCK_RESTRICT_SELF = 446
 _LANDLOCK_CREATE_RULESET_VERSION = 1
 _LANDLOCK_RULE_PATH_BENEATH = 1
 
-# Landlock filesystem rights that change something (reads and execution stay unrestricted).
+# Landlock filesystem rights that change something (reads and execution stay unrestricted,
+# except reading files under a `ReadView` where no mount namespace can hide them).
 _FS_WRITE_FILE = 1 << 1
+_FS_READ_FILE = 1 << 2
 _FS_REMOVE_DIR = 1 << 4
 _FS_REMOVE_FILE = 1 << 5
 _FS_MAKE_ANY = sum(1 << b for b in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
@@ -64,7 +77,21 @@ _MS_REMOUNT = 32
 _MS_BIND = 4096
 _MS_REC = 16384
 _MS_PRIVATE = 1 << 18
+_MS_NOSUID = 2
+_MS_NODEV = 4
+_MS_NOEXEC = 8
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_CAPBSET_DROP = 24
+_SYS_OPEN_TREE = 428  # Linux 5.2; Landlock (5.13) implies it
+_SYS_MOVE_MOUNT = 429
+_OPEN_TREE_CLONE = 1
+_AT_RECURSIVE = 0x8000
+_AT_FDCWD = -100
+_MOVE_MOUNT_F_EMPTY_PATH = 4
+# Capabilities that read around a mount view: open_by_handle_at (DAC_READ_SEARCH), raw I/O and
+# /proc/kcore (SYS_RAWIO), new device nodes (MKNOD), kernel code (SYS_MODULE), kernel memory
+# through BPF and perf (SYS_ADMIN, which also allows both, PERFMON, BPF).
+_READ_AROUND_CAPS = (2, 16, 17, 21, 27, 38, 39)
 _SIOCSIFFLAGS = 0x8914
 _IFF_UP_LOOPBACK_RUNNING = 0x1 | 0x8 | 0x40
 _IFREQ_LO = struct.pack("16sH14x", b"lo", _IFF_UP_LOOPBACK_RUNNING)
@@ -119,6 +146,9 @@ class SandboxSupport:
     """The namespaces need a user namespace first (not running as root)."""
     reason: str = ""
     """Why confinement is unavailable, when it is."""
+    hides_paths: bool = False
+    """A command's mount namespace can hide folders (tmpfs, subtrees cloned back on top), so
+    its reads can be confined to what it needs."""
 
     @property
     def available(self) -> bool:
@@ -143,46 +173,60 @@ def sandbox_support(*, refresh: bool = False) -> SandboxSupport:
         return _support
     abi = landlock_abi()
     needs_userns = os.geteuid() != 0
-    namespaces = False
+    namespaces = hides = False
     reason = ""
     if _libc is None or not hasattr(_libc, "unshare"):
         reason = "not Linux: no Landlock or namespaces"
     else:
         namespaces = _probe_namespaces(needs_userns)
+        hides = namespaces and _probe_namespaces(needs_userns, hide=True)
         if abi == 0:
             reason = (
                 "the kernel has no Landlock (Linux 5.13 or later with Landlock enabled, e.g. "
                 "`lsm=landlock,...` on the kernel command line)"
             )
     _support = SandboxSupport(
-        landlock=abi, namespaces=namespaces, user_namespace=needs_userns, reason=reason
+        landlock=abi,
+        namespaces=namespaces,
+        user_namespace=needs_userns,
+        reason=reason,
+        hides_paths=hides,
     )
     return _support
 
 
-def _probe_namespaces(needs_userns: bool) -> bool:
+def _probe_namespaces(needs_userns: bool, *, hide: bool = False) -> bool:
+    """Start a `true` in new namespaces; with `hide`, also through a small `ReadView`."""
     true = shutil.which("true") or "/bin/true"
-    setup = _Setup(
-        userns=needs_userns,
-        uid=os.geteuid(),
-        gid=os.getegid(),
-        flags=_CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWNET,
-        readonly=(),
-        loopback=True,
-        ruleset=-1,
-    )
-    try:
-        done = subprocess.run(
-            [true],
-            preexec_fn=setup,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=10,
-            check=False,
+    with tempfile.TemporaryDirectory(prefix="handrail-probe-") as folder:
+        view = None
+        if hide:
+            keep, secret = os.path.join(folder, "keep"), os.path.join(folder, "keep", "secret")
+            os.makedirs(os.path.join(secret, "inner"))
+            view = ReadView(home=folder, binds=(keep,), make_dirs=(keep,), cover_dirs=(secret,))
+        setup = _Setup(
+            userns=needs_userns,
+            uid=os.geteuid(),
+            gid=os.getegid(),
+            flags=_CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWNET,
+            readonly=(),
+            loopback=True,
+            ruleset=-1,
+            view=view,
         )
-    except (OSError, subprocess.SubprocessError):
-        return False
+        try:
+            done = subprocess.run(
+                [true],
+                preexec_fn=setup,
+                cwd=folder,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=10,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return False
     return done.returncode == 0
 
 
@@ -200,6 +244,8 @@ class _Setup:
         loopback: bool,
         ruleset: int,
         netns: int = -1,
+        view: ReadView | None = None,
+        drop_caps: Sequence[int] = (),
     ) -> None:
         assert _libc is not None
         self.userns = userns
@@ -213,6 +259,16 @@ class _Setup:
         self.loopback = loopback and bool(flags & _CLONE_NEWNET)
         self.ruleset = ruleset
         self.netns = netns
+        self.view = view is not None
+        plan = view if view is not None else ReadView(home=None)
+        self.home = os.fsencode(plan.home) if plan.home else None
+        self.binds = tuple(os.fsencode(p) for p in plan.binds)
+        self.bind_fds = [-1] * len(self.binds)  # filled in the child: no list grows there
+        self.make_dirs = tuple(os.fsencode(p) for p in plan.make_dirs)
+        self.make_files = tuple(os.fsencode(p) for p in plan.make_files)
+        self.cover_dirs = tuple(os.fsencode(p) for p in plan.cover_dirs)
+        self.cover_files = tuple(os.fsencode(p) for p in plan.cover_files)
+        self.drop_caps = tuple(drop_caps)
         self.setns = _libc.setns
         self.unshare = _libc.unshare
         self.mount = _libc.mount
@@ -239,17 +295,58 @@ class _Setup:
                     raise _errno_error("bind mount")
                 if self.mount(None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY, None) != 0:
                     raise _errno_error("read-only remount")
+            if self.view:
+                self._hide()
         if self.loopback:
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             try:
                 fcntl.ioctl(s.fileno(), _SIOCSIFFLAGS, _IFREQ_LO)
             finally:
                 s.close()
+        for cap in self.drop_caps:
+            if self.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+                raise _errno_error("drop capability")
         if self.ruleset >= 0:
             if self.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
                 raise _errno_error("no_new_privs")
             if self.syscall(_SYS_LANDLOCK_RESTRICT_SELF, self.ruleset, 0) != 0:
                 raise _errno_error("landlock_restrict_self")
+
+    def _hide(self) -> None:
+        """Cover the home but for the bound-back paths, then cover what is hidden."""
+        if self.home is not None:
+            # Clone the paths to keep (with what is mounted below them, `.git` read-only
+            # included) before the tmpfs hides them, then put the clones back on top.
+            for i, path in enumerate(self.binds):
+                fd = self.syscall(
+                    _SYS_OPEN_TREE, _AT_FDCWD, path, _OPEN_TREE_CLONE | _AT_RECURSIVE | os.O_CLOEXEC
+                )
+                if fd < 0:
+                    raise _errno_error("open_tree")
+                self.bind_fds[i] = fd
+            if self.mount(b"tmpfs", self.home, b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=755") != 0:
+                raise _errno_error("mount tmpfs over the home")
+            for path in self.make_dirs:
+                os.mkdir(path, 0o755)
+            for path in self.make_files:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+            for i, path in enumerate(self.binds):
+                fd = self.bind_fds[i]
+                if self.syscall(
+                    _SYS_MOVE_MOUNT, fd, b"", _AT_FDCWD, path, _MOVE_MOUNT_F_EMPTY_PATH
+                ):
+                    raise _errno_error("move_mount")
+                os.close(fd)
+        for path in self.cover_dirs:
+            flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+            if self.mount(b"tmpfs", path, b"tmpfs", flags, b"mode=700,size=4k") != 0:
+                raise _errno_error("cover a hidden folder")
+        for path in self.cover_files:
+            if self.mount(b"/dev/null", path, None, _MS_BIND, None) != 0:
+                raise _errno_error("cover a hidden file")
+        # The cwd was entered before the mounts: enter it again through the new view, or `..`
+        # and relative paths would still walk the old one.
+        os.chdir(os.getcwdb())
 
 
 def _write_rights(abi: int) -> int:
@@ -261,13 +358,23 @@ def _write_rights(abi: int) -> int:
     return rights
 
 
-def _ruleset(abi: int, writable: Sequence[str], devices: Sequence[str], block_tcp: bool) -> int:
-    """A Landlock ruleset fd granting writes under `writable` (and to `devices`) only."""
+def _ruleset(
+    abi: int,
+    writable: Sequence[str],
+    devices: Sequence[str],
+    block_tcp: bool,
+    readable: Sequence[str] | None = None,
+) -> int:
+    """A Landlock ruleset fd granting writes under `writable` (and to `devices`) only.
+
+    With `readable`, reading files is confined as well: only beneath those paths.
+    """
     assert _libc is not None
     rights = _write_rights(abi)
+    handled = rights | (_FS_READ_FILE if readable is not None else 0)
     net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if block_tcp and abi >= 4 else 0
     # struct landlock_ruleset_attr: handled_access_fs, handled_access_net (ABI 4), scoped (ABI 6)
-    attr = struct.pack("QQ", rights, net) if abi >= 4 else struct.pack("Q", rights)
+    attr = struct.pack("QQ", handled, net) if abi >= 4 else struct.pack("Q", handled)
     buf = ctypes.create_string_buffer(attr, len(attr))
     fd = int(
         _libc.syscall(
@@ -280,6 +387,7 @@ def _ruleset(abi: int, writable: Sequence[str], devices: Sequence[str], block_tc
         for path, access in [
             *((p, rights) for p in writable),
             *((d, _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0)) for d in devices),
+            *((p, _FS_READ_FILE) for p in readable or ()),
         ]:
             try:
                 target = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -304,7 +412,7 @@ def _ruleset(abi: int, writable: Sequence[str], devices: Sequence[str], block_tc
 
 def _file_rights(abi: int) -> int:
     # Rights that make sense on a file (the others apply to folders only).
-    return _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0)
+    return _FS_READ_FILE | _FS_WRITE_FILE | (_FS_TRUNCATE if abi >= 3 else 0)
 
 
 class Confinement:
@@ -325,6 +433,7 @@ class Confinement:
         extra_write: Sequence[str] = (),
         filesystem: bool = True,
         support: SandboxSupport | None = None,
+        view: ReadView | None = None,
     ) -> None:
         self.support = support or sandbox_support()
         if filesystem and not self.support.available:
@@ -337,11 +446,25 @@ class Confinement:
         netns = -1
         readonly: list[bytes] = []
         flags = _CLONE_NEWPID if ns else 0
+        # Reads are confined by mounts where a mount namespace can hide paths, else by
+        # Landlock (file contents only); callers report `reads_by`.
+        hides = filesystem and view is not None and ns and self.support.hides_paths
+        readable = None
+        if filesystem and view is not None and not hides:
+            readable = landlock_readable(view)
+        self.reads_by: Literal["mounts", "landlock"] | None = (
+            "mounts" if hides else "landlock" if readable is not None else None
+        )
+        """How the command's reads are confined: `mounts` (it cannot see what is hidden),
+        `landlock` (it cannot read hidden files, but folder listings show their names), or
+        None (it reads what the user can)."""
         if filesystem:
             writable = [str(r) for r in self.write_roots] + [*extra_write]
             if temp_dir is not None:
                 writable.append(str(temp_dir))
-            self._fd = _ruleset(self.support.landlock, writable, _DEVICES, not network and not ns)
+            self._fd = _ruleset(
+                self.support.landlock, writable, _DEVICES, not network and not ns, readable
+            )
             if ns:
                 flags |= _CLONE_NEWNS
                 if not network:
@@ -355,6 +478,10 @@ class Confinement:
                         # write roots are Landlock-confined anyway).
                         if os.path.lexists(p) and not os.path.islink(p):
                             readonly.append(os.fsencode(p))
+        # As root (no user namespace) the command keeps root's capabilities: drop those that
+        # read around the mounts. In a user namespace they reach nothing outside it anyway.
+        root = os.geteuid() == 0 and not (ns and self.support.user_namespace)
+        drop = _READ_AROUND_CAPS if self.reads_by is not None and root else ()
         self.setup: Callable[[], None] = _Setup(
             userns=ns and self.support.user_namespace,
             uid=os.geteuid(),
@@ -364,6 +491,8 @@ class Confinement:
             loopback=True,
             ruleset=self._fd,
             netns=netns,
+            view=view if hides else None,
+            drop_caps=drop,
         )
         self.pid_namespace = ns
         """The command gets its own PID namespace (stopping it reaches every descendant)."""
@@ -408,11 +537,11 @@ def _shared_netns(support: SandboxSupport) -> int:
     an unprivileged process would have to join the user namespace that owns it first.
     """
     global _netns_fd
+    if support.user_namespace or _libc is None:
+        return -1
     if _netns_fd is not None:
         return _netns_fd
     _netns_fd = -1
-    if support.user_namespace or _libc is None:
-        return -1
     cat = shutil.which("cat") or "/bin/cat"
     setup = _Setup(
         userns=False,
