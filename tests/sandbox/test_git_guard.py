@@ -140,3 +140,25 @@ def test_lines_without_git_get_nothing_and_others_keys_are_kept(tmp_path: Path) 
     # The caller's own two entries stay; ours follow and win.
     assert env["GIT_CONFIG_KEY_2"] == "core.fsmonitor"
     assert int(env["GIT_CONFIG_COUNT"]) == 2 + 3
+
+
+@pytest.mark.parametrize("mode", ["plan", "default"])
+async def test_read_only_git_through_run_shell_runs_nothing_the_repo_names(
+    hostile: tuple[Path, Path], mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from handrail import Runtime
+    from handrail.builtin import RunShell
+
+    repo, canaries = hostile
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    rt = Runtime([RunShell()], root=repo, mode=mode)
+    try:
+        for args in READS:
+            result = await rt.call("run_shell", {"command": "git " + " ".join(args)})
+            assert result.ok, (args, result.content)
+        shown = await rt.call("run_shell", {"command": "git diff"})
+        assert "+two" in shown.content
+    finally:
+        await rt.aclose()
+    assert sorted(p.name for p in canaries.iterdir()) == ["hooks"]

@@ -51,6 +51,7 @@ from ..sandbox import (
     SandboxSetupError,
     SandboxSupport,
     ShellProcess,
+    git_guard_env,
     sandbox_support,
     stat_file,
 )
@@ -290,11 +291,15 @@ class RunShell(Tool):
     def _options(self, ctx: ToolContext) -> _Options:
         return _Options(self._base, ctx.settings)
 
-    def _env(self, opts: _Options, temp_dir: Path) -> dict[str, str]:
+    def _env(self, opts: _Options, temp_dir: Path, args: RunShellArgs, cwd: Path) -> dict[str, str]:
         deny = _deny_pattern(opts.env_deny)
         env = {k: v for k, v in os.environ.items() if not deny.match(k)}
         env.update(_FIXED_ENV)
         env["TMPDIR"] = str(temp_dir)
+        if self.read_only(args):
+            # It runs without the user's approval: git must not run programs the repository's
+            # own config names (fsmonitor, textconv, filters, external diffs).
+            env.update(git_guard_env(args.command, cwd, env))
         return env
 
     def _confinement(
@@ -391,7 +396,7 @@ class RunShell(Tool):
                 proc = await ShellProcess.start(
                     args.command,
                     cwd=ctx.cwd,
-                    env=self._env(opts, state.temp_dir),
+                    env=self._env(opts, state.temp_dir, args, ctx.cwd),
                     capture=capture,
                     confinement=conf,
                     on_data=None if args.run_in_background else on_data,

@@ -28,6 +28,7 @@ from ._files import file_kind as file_kind
 from ._files import list_dir_names as list_dir_names
 from ._files import read_file_bytes as read_file_bytes
 from ._files import stat_file as stat_file
+from ._git_guard import git_guard_env as git_guard_env
 from ._paths import resolve_path as resolve_path
 from ._process import CommandResult as CommandResult
 from ._process import kill_tree as kill_tree
@@ -111,6 +112,7 @@ __all__ = [
     "file_kind",
     "find_ripgrep",
     "find_shell",
+    "git_guard_env",
     "inside",
     "kill_tree",
     "list_dir_names",
