@@ -12,6 +12,7 @@ import handrail.sandbox._files as _files
 from handrail import ErrorCode, Session, ToolContext, ToolFailure
 from handrail.sandbox import (
     atomic_write,
+    confine_write,
     ensure_parent,
     list_dir_names,
     read_file_bytes,
@@ -258,3 +259,31 @@ def test_atomic_write_outside_the_roots_is_refused(tree: Path) -> None:
         atomic_write("../outside/secret.txt", b"pwned", ctx_for(ws))
     assert info.value.code == ErrorCode.OUTSIDE_WRITE_ROOTS
     assert (tree / "outside" / "secret.txt").read_bytes() == b"secret\n"
+
+
+def test_a_third_party_tool_cannot_open_a_hidden_path_inside_its_roots(tmp_path: Path) -> None:
+    # A tool that opens files with the sandbox helpers gets the hidden set for free, also
+    # when the path it was handed leads there through a symlink.
+    root = Path(os.path.realpath(tmp_path))
+    secret = root / ".ssh" / "id_rsa"
+    secret.parent.mkdir()
+    secret.write_text("CANARY-KEY\n")
+    (root / "innocent.txt").symlink_to(secret)
+    ctx = ToolContext(
+        call_id="c",
+        tool_name="t",
+        cwd=root,
+        read_roots=(root,),
+        write_roots=(root,),
+        session=Session(),
+        hidden_paths=(root / ".ssh",),
+    )
+    for path in (str(secret), "innocent.txt"):
+        with pytest.raises(ToolFailure) as read:
+            read_file_bytes(path, ctx, max_bytes=1000)
+        assert read.value.code is ErrorCode.OUTSIDE_READ_ROOTS
+        assert "CANARY" not in str(read.value)
+        with pytest.raises(ToolFailure) as write:
+            confine_write(path, ctx)
+        assert write.value.code is ErrorCode.OUTSIDE_WRITE_ROOTS
+    assert secret.read_text() == "CANARY-KEY\n"

@@ -13,6 +13,7 @@ from .._context import ToolContext
 from .._contract import ErrorCode
 from ..errors import ToolFailure
 from ..permissions import PROTECTED_DIRS, is_within, protected_part
+from ..permissions._hidden import hidden_entry, hidden_message
 from ._paths import resolve_path
 
 __all__ = ["PROTECTED_DIRS", "confine_read", "confine_write", "inside", "protected_part"]
@@ -37,7 +38,15 @@ def confine_read(path: str, ctx: ToolContext) -> str:
             "use a path inside them.",
             code=ErrorCode.OUTSIDE_READ_ROOTS,
         )
+    refuse_hidden(resolved, ctx, ErrorCode.OUTSIDE_READ_ROOTS)
     return resolved
+
+
+def refuse_hidden(resolved: str, ctx: ToolContext, code: ErrorCode) -> None:
+    """Refuse a resolved path inside one of the session's hidden (secret) locations."""
+    entry = hidden_entry(resolved, ctx.hidden_paths)
+    if entry is not None:
+        raise ToolFailure(hidden_message(resolved, entry), code=code)
 
 
 def confine_write(path: str, ctx: ToolContext) -> str:
@@ -56,4 +65,5 @@ def confine_write(path: str, ctx: ToolContext) -> str:
             f"{resolved} is inside a {part}/ folder, which stays read-only.",
             code=ErrorCode.OUTSIDE_WRITE_ROOTS,
         )
+    refuse_hidden(resolved, ctx, ErrorCode.OUTSIDE_WRITE_ROOTS)
     return resolved

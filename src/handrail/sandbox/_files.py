@@ -22,7 +22,7 @@ from pathlib import Path
 from .._context import ToolContext
 from .._contract import ErrorCode
 from ..errors import ToolFailure
-from ._confine import confine_read, confine_write, inside, protected_part
+from ._confine import confine_read, confine_write, inside, protected_part, refuse_hidden
 
 __all__ = [
     "FileData",
@@ -122,6 +122,9 @@ def read_file_bytes(path: str, ctx: ToolContext, *, max_bytes: int) -> FileData:
                 f"{resolved} led outside the allowed roots when opened; it was not read.",
                 code=ErrorCode.OUTSIDE_READ_ROOTS,
             )
+        if opened is not None:
+            # A symlink swapped in after the check could lead into a secret inside a root.
+            refuse_hidden(opened, ctx, ErrorCode.OUTSIDE_READ_ROOTS)
         if fst.st_size > max_bytes:
             raise ToolFailure(
                 f"{resolved} is {fst.st_size} bytes, over the {max_bytes}-byte limit.",
