@@ -232,7 +232,7 @@ async def test_what_the_model_reads_for_a_hidden_path(home: Home) -> None:
     async with home.runtime("ws_is_home", "bypass") as rt:
         r = await rt.call("read_file", {"file_path": "~/.ssh/id_rsa"})
     assert r.content.replace(str(home.path), "~") == snapshot(
-        "Refused: ~/.ssh/id_rsa (inside ~/.ssh) is a protected secret location, hidden from every tool (read_file, grep_search, list_files and run_shell); no rule, mode or approval can open it. Work with files outside it; if the task needs something stored there, ask the user to provide it. Only paths inside the allowed roots can be used."
+        "Refused: ~/.ssh/id_rsa (inside ~/.ssh) is a protected secret location, hidden from every tool (read_file, grep_search, list_files and run_shell); no rule, mode or approval can open it. Work with files outside it; if the task needs something stored there, ask the user to provide it."
     )
 
 

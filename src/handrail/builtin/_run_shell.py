@@ -210,11 +210,11 @@ class RunShell(Tool):
         "or --no-pager. Commands run in an OS sandbox: they can write only inside the "
         "workspace and $TMPDIR, .git and .handrail are read-only, they see no part of the home "
         "folder outside the workspace, secret locations (~/.ssh, credentials) are hidden, and "
-        "there is no network unless the user allowed it. The command and everything it starts are stopped at "
-        "timeout_seconds; long output is cut to its head and tail, with the full text saved to "
-        "a file named in the result. For servers and long jobs use run_in_background and "
-        "shell_output. Independent read-only commands (ls, cat, grep, git status...) may run "
-        "in parallel."
+        "there is no network unless the user allowed it. The command and everything it "
+        "starts are stopped at timeout_seconds; long output is cut to its head and tail, with "
+        "the full text saved to a file named in the result. For servers and long jobs use "
+        "run_in_background and shell_output. Independent read-only commands (ls, cat, grep, "
+        "git status...) may run in parallel."
     )
     usage = (
         "run_shell: prefer the file tools over cat/sed/echo redirections; chain dependent steps "

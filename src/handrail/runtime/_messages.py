@@ -41,6 +41,7 @@ CATALOG: dict[str, dict[str, str]] = {
             "choose another approach or ask the user."
         ),
         "refused": "Refused: {reason}. Only paths inside the allowed roots can be used.",
+        "hidden": "Refused: {reason}.",
         "no_output": "({name} completed with no output)",
     },
     "zh": {
@@ -64,6 +65,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "sibling_failed": "已取消:同一并行组中的 shell 调用 `{failed}` 失败了。",
         "denied": "权限被拒绝:{reason}。不要原样重试这个调用;请换一种做法或询问用户。",
         "refused": "已拒绝:{reason}。只能使用允许的根目录内的路径。",
+        "hidden": "已拒绝:{reason}。",
         "no_output": "({name} 已完成,没有输出)",
     },
 }

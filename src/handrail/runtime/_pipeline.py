@@ -266,7 +266,7 @@ class Pipeline(Runner):
                 hidden = hidden_refusal(requests, self.hidden_paths)
                 if hidden is not None:
                     denial = Denial(reason=hidden[0], source="roots")
-                    return ready(denied(self.locale, p, denial, hidden[1]))
+                    return ready(denied(self.locale, p, denial, hidden[1], hidden=True))
             decision = self.policy.decide(
                 names=plan.names,
                 kind=tool.kind,

@@ -77,10 +77,16 @@ def invalid(
     )
 
 
-def denied(locale: str, p: Prepared, denial: Denial, code: ErrorCode) -> ToolResult:
-    """A refused call that carries its `Denial` (a rule, the mode, a hook or the user)."""
+def denied(
+    locale: str, p: Prepared, denial: Denial, code: ErrorCode, *, hidden: bool = False
+) -> ToolResult:
+    """A refused call that carries its `Denial` (a rule, the mode, a hook or the user).
+
+    `hidden`: a secret location, whose reason says all (it may lie inside a root).
+    """
     reason = denial.reason.rstrip(".")
     key = "denied" if code is ErrorCode.PERMISSION_DENIED else "refused"
+    key = "hidden" if hidden else key
     text = say(locale, key, reason=reason)
     return ToolResult(
         ok=False,
