@@ -197,7 +197,11 @@ http = None if len(sys.argv) < 3 else (sys.argv[2], int(sys.argv[3]))
 def ready(where):
     if http is not None:
         print("READY", where, flush=True)
-asyncio.run(serve(Registry(coding_tools(project_dir=root)), root=root, http=http, ready=ready))
+# Loopback load test without the bearer token (bench/http_auth.py measures what it costs).
+access = {} if http is None else {"auth": False}
+asyncio.run(
+    serve(Registry(coding_tools(project_dir=root)), root=root, http=http, ready=ready, **access)
+)
 """
 
 

@@ -137,25 +137,33 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def http_server(workspace: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+def http_server(workspace: Path) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
+    """`handrail serve --http` on a free loopback port: (process, url, the printed token)."""
     port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "HANDRAIL_SERVE_TOKEN"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "handrail", "serve", "--http", f"127.0.0.1:{port}"],
         cwd=workspace,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "XDG_CONFIG_HOME": str(workspace.parent / "xdg")},
+        env={
+            **env,
+            "XDG_CONFIG_HOME": str(workspace.parent / "xdg"),
+            "HANDRAIL_STATE_DIR": str(workspace.parent / "state"),
+        },
     )
     try:
         assert proc.stderr is not None
-        line = ""
+        lines: list[str] = []
         with selectors.DefaultSelector() as sel:
             sel.register(proc.stderr, selectors.EVENT_READ)
             if sel.select(timeout=WAIT):
-                line = proc.stderr.readline()
-        assert line.startswith(f"handrail: serving MCP on http://127.0.0.1:{port}/mcp "), line
-        yield proc, f"http://127.0.0.1:{port}/mcp"
+                # The serving line and the token line come in one write.
+                lines = [proc.stderr.readline(), proc.stderr.readline()]
+        assert lines[0].startswith(f"handrail: serving MCP on http://127.0.0.1:{port}/mcp "), lines
+        assert lines[1].startswith("handrail: bearer token "), lines
+        yield proc, f"http://127.0.0.1:{port}/mcp", lines[1].split()[3]
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -166,11 +174,17 @@ def http_server(workspace: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
 
 
 async def test_http_serves_the_workspace_of_the_current_directory(
-    http_server: tuple[subprocess.Popen[str], str],
+    http_server: tuple[subprocess.Popen[str], str, str],
 ) -> None:
-    proc, url = http_server
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    proc, url, token = http_server
     with anyio.fail_after(WAIT):
-        async with Client(url) as client:
+        async with (
+            create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
             names = [t.name for t in (await client.list_tools()).tools]
             assert "read_file" in names
             read = await client.call_tool("read_file", {"file_path": "notes.txt", "limit": 1})

@@ -22,6 +22,8 @@ import mcp_types as types
 import pytest
 from inline_snapshot import snapshot
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from handrail import ConfigurationError, Registry, Runtime
@@ -41,6 +43,17 @@ SCRIPT = (
 )
 WAIT = 30.0
 """Seconds any single wait in these tests may take."""
+TOKEN = "test-token-0123456789abcdef"
+"""The HTTP server's bearer token (`serve --http` requires one)."""
+HTTP = f", http=('127.0.0.1', 0), token={TOKEN!r}, ready=lambda url: print(url, flush=True)"
+
+
+@contextlib.asynccontextmanager
+async def http_client(url: str, **options: Any) -> AsyncIterator[Client]:
+    """The SDK client on `url`, sending the bearer token."""
+    async with create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+        async with Client(streamable_http_client(url, http_client=http), **options) as client:
+            yield client
 
 
 def marker() -> str:
@@ -97,10 +110,9 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def http_url(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One HTTP server process for the module, on a free loopback port; stopped by PID."""
     log = tmp_path_factory.mktemp("log") / "server.log"
-    extra = ", http=('127.0.0.1', 0), ready=lambda url: print(url, flush=True)"
     with open(log, "wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-c", SCRIPT.format(extra=extra), str(workspace)],
+            [sys.executable, "-c", SCRIPT.format(extra=HTTP), str(workspace)],
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,
@@ -138,12 +150,13 @@ def connect(
     @contextlib.asynccontextmanager
     async def open_client(extra: str = "", **options: Any) -> AsyncIterator[Client]:
         if url is not None:
-            server: Any = url
-        else:
-            server = StdioServerParameters(
-                command=sys.executable,
-                args=["-c", SCRIPT.format(extra=extra), str(workspace)],
-            )
+            async with http_client(url, read_timeout_seconds=WAIT, **options) as client:
+                yield client
+            return
+        server = StdioServerParameters(
+            command=sys.executable,
+            args=["-c", SCRIPT.format(extra=extra), str(workspace)],
+        )
         async with Client(server, read_timeout_seconds=WAIT, **options) as client:
             yield client
 
@@ -362,8 +375,10 @@ async def test_without_elicitation_the_fallback_denies(connect: Any, workspace: 
         r = await client.call_tool("run_shell", {"command": "touch fallback.txt"})
     assert r.is_error is True
     assert meta(r)["error"] == "PERMISSION_DENIED"
+    # The server's mode refused it (nobody could be asked): not labelled as the user's answer.
+    assert meta(r)["denial"]["source"] == "mode"
     assert text(r) == snapshot(
-        "Permission denied: `run_shell` needs the user's approval (`run_shell` can change things), and this MCP client cannot ask its user (it does not support elicitation); the server's operator can allow such calls with an allow rule such as `run_shell(touch:*)` (handrail serve --allow). Do not retry this call as is; choose another approach or ask the user."
+        "Permission denied: `run_shell` needs the user's approval (`run_shell` can change things), and this MCP client cannot ask its user (it does not support elicitation); the server's operator can allow such calls with the allow rule `run_shell(touch:*)` (handrail serve --allow). Do not retry this call as is; choose another approach or ask the user."
     )
     assert not (workspace / "fallback.txt").exists()
 
@@ -420,7 +435,7 @@ async def test_ask_fallback_allow(workspace: Path) -> None:
 
 
 async def test_a_stateless_era_client_is_told_which_versions_are_served(http_url: str) -> None:
-    async with Client(http_url, mode="2026-07-28", read_timeout_seconds=WAIT) as client:
+    async with http_client(http_url, mode="2026-07-28", read_timeout_seconds=WAIT) as client:
         with pytest.raises(MCPError) as caught:
             await client.list_tools()
     assert caught.value.error.code == types.UNSUPPORTED_PROTOCOL_VERSION
@@ -454,9 +469,8 @@ async def test_bad_configuration_is_refused_before_serving(
 
 
 def test_sigterm_stops_the_http_server(tmp_path: Path) -> None:
-    extra = ", http=('127.0.0.1', 0), ready=lambda url: print(url, flush=True)"
     proc = subprocess.Popen(
-        [sys.executable, "-c", SCRIPT.format(extra=extra), str(tmp_path)],
+        [sys.executable, "-c", SCRIPT.format(extra=HTTP), str(tmp_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -1,14 +1,18 @@
 """`handrail serve`: the tools as an MCP server, over stdio or streamable HTTP.
 
 Over stdio, stdout carries nothing but the protocol: the ready line and every log go to stderr.
+Over HTTP every request needs the bearer token: from `--token-file`, else `$HANDRAIL_SERVE_TOKEN`,
+else a fresh one, printed once on stderr and kept in the token file while the server runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from .._contract import Approval
 from ..runtime import Runtime
@@ -28,13 +32,51 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
         "with --http. The default mode is accept_edits: file edits inside the root run, "
         "anything outside is refused, and run_shell asks the client unless a rule allows it.",
         epilog='an MCP client configuration:\n  {"mcpServers": {"handrail": {"command": '
-        '"handrail", "args": ["serve", "--root", "/path/to/project"]}}}',
+        '"handrail", "args": ["serve", "--root", "/path/to/project"]}}}\n'
+        "over HTTP (HANDRAIL_SERVE_TOKEN set for both the server and the client):\n"
+        '  {"mcpServers": {"handrail": {"type": "http", "url": "http://127.0.0.1:8765/mcp", '
+        '"headers": {"Authorization": "Bearer ${HANDRAIL_SERVE_TOKEN}"}}}}',
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--http",
         metavar="HOST:PORT",
         help="serve streamable HTTP on HOST:PORT (e.g. 127.0.0.1:8765) instead of stdio",
+    )
+    http = parser.add_argument_group(
+        "HTTP access",
+        "with --http every request needs `Authorization: Bearer TOKEN`: the token comes from "
+        "--token-file, else $HANDRAIL_SERVE_TOKEN, else a new one is printed once and written to "
+        "a file only you can read, removed when the server stops. Requests must also name "
+        "this server in Host (421 otherwise) and, from a browser, come from an allowed "
+        "Origin (403 otherwise)",
+    )
+    http.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="read the bearer token from PATH (yours, mode 600, at least 16 characters)",
+    )
+    http.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="no token (loopback addresses only): any program on this machine can then call "
+        "the tools and answer approvals",
+    )
+    http.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also accept this Host, e.g. a reverse proxy's public name (NAME or NAME:PORT; "
+        "repeatable)",
+    )
+    http.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="also accept requests from this browser origin, e.g. https://app.example.com "
+        "(repeatable)",
     )
     agent = parser.add_argument_group(
         "sub-agents",
@@ -95,9 +137,52 @@ def parse_http(value: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
+def _http_options(ns: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
+    """`serve`'s HTTP access keywords, and the token to print (a generated one only)."""
+    from ..mcp._http_access import is_loopback, normalize_host, normalize_origin
+    from ..mcp._http_token import TOKEN_ENV, check_token, new_token, read_token_file
+
+    given = [
+        flag
+        for flag, value in (
+            ("--token-file", ns.token_file),
+            ("--no-auth", ns.no_auth),
+            ("--allow-host", ns.allow_host),
+            ("--allow-origin", ns.allow_origin),
+        )
+        if value
+    ]
+    if not ns.http:
+        if given:
+            raise CliError(f"{given[0]} applies to --http only")
+        return {}, None
+    if ns.no_auth and ns.token_file:
+        raise CliError("--no-auth and --token-file contradict each other; drop one")
+    options: dict[str, Any] = {
+        "allow_hosts": [normalize_host(h, "--allow-host") for h in ns.allow_host],
+        "allow_origins": [normalize_origin(o, "--allow-origin") for o in ns.allow_origin],
+    }
+    if ns.no_auth:
+        host = parse_http(ns.http)[0]
+        if not is_loopback(host):
+            raise CliError(
+                f"--no-auth is allowed on a loopback address only (127.0.0.1, ::1, localhost), "
+                f"not {host}: anyone who can reach it could run the tools; serve with a token"
+            )
+        return {**options, "auth": False}, None
+    if ns.token_file:
+        return {**options, "token": read_token_file(ns.token_file)}, None
+    from_env = os.environ.get(TOKEN_ENV)
+    if from_env is not None:
+        return {**options, "token": check_token(from_env.strip(), f"${TOKEN_ENV}:")}, None
+    token = new_token()
+    return {**options, "token": token, "token_file": True}, token
+
+
 async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
     """Serve until the client goes away (stdio) or the process is stopped."""
     http = parse_http(ns.http) if ns.http else None
+    access, generated = _http_options(ns)
     from ..mcp import serve  # the SDK itself is imported when the server starts
 
     setup, opened = _agent_setup(ns)
@@ -109,7 +194,21 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
     try:
 
         def ready(where: str) -> None:
-            sys.stderr.write(f"handrail: serving MCP on {where} (root {opts.root}, mode {mode})\n")
+            lines = f"handrail: serving MCP on {where} (root {opts.root}, mode {mode})\n"
+            if ns.no_auth:
+                lines += (
+                    "handrail: warning: --no-auth: any program or user on this machine can call "
+                    "the tools and answer their approvals\n"
+                )
+            if generated is not None:
+                from ..mcp._http_token import token_file_path
+
+                port = urlsplit(where).port or 0
+                lines += (
+                    f"handrail: bearer token {generated} (also in {token_file_path(port)} "
+                    "until the server stops)\n"
+                )
+            sys.stderr.write(lines)
             sys.stderr.flush()
 
         try:
@@ -125,6 +224,7 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
                 settings=extra,
                 ready=ready,
                 setup=setup,
+                **access,
             )
         except ImportError as exc:  # no MCP SDK: the message says what to install
             raise CliError(str(exc)) from exc

@@ -20,6 +20,7 @@ from .. import (
     Runtime,
     Settings,
 )
+from ._http_access import HttpSecurity, http_security
 
 __all__ = ["current_asker", "serve"]
 
@@ -55,6 +56,11 @@ async def serve(
     ready: Callable[[str], None] | None = None,
     ask_fallback: Literal["deny", "allow"] = "deny",
     setup: Callable[[Runtime], None] | None = None,
+    auth: bool = True,
+    token: str | None = None,
+    token_file: bool | None = None,
+    allow_hosts: Sequence[str] = (),
+    allow_origins: Sequence[str] = (),
 ) -> None:
     """Serve a registry's tools to MCP clients until stopped.
 
@@ -62,14 +68,20 @@ async def serve(
     Each MCP session gets its own handrail `Session`: files read, approvals and background
     jobs belong to one client and end with its session. A call that needs approval is put to
     the client's user as an elicitation request when the client supports them; otherwise
-    `ask_fallback` decides.
+    `ask_fallback` decides. The server's `mode` is the widest any session may reach: a client
+    may enter plan mode, never leave for a wider mode than the server's.
+
+    Over HTTP every request needs `Authorization: Bearer <token>` (401 otherwise), a `Host`
+    naming this server (421) and, from a browser, an allowed `Origin` (403): all checked before
+    any MCP processing. An elicitation answer is such a request too, so only the token holder
+    on the session that was asked can approve a call.
 
     ```python
-    import asyncio
+    import asyncio, os
     from handrail.mcp import serve
 
-    asyncio.run(serve(root="path/to/project"))                             # stdio
-    asyncio.run(serve(root="path/to/project", http=("127.0.0.1", 8765)))   # streamable HTTP
+    asyncio.run(serve(root="path/to/project"))  # stdio
+    asyncio.run(serve(root="path/to/project", http=("127.0.0.1", 8765), token=os.environ["TOKEN"]))
     ```
 
     Args:
@@ -93,9 +105,28 @@ async def serve(
             (the model is told which allow rule would let it run) or `allow`.
         setup: Called with the runtime before serving starts (e.g. to add tools bound to it,
             such as the `agent` tool).
+        auth: HTTP: require the bearer token. False (no token) is allowed on a loopback
+            address only (`127.0.0.1`, `::1`, `localhost`): then any program on this machine
+            can call the tools and answer approvals.
+        token: HTTP: the bearer token clients must send (at least 16 visible ASCII
+            characters). None generates a random one and, unless `token_file=False`,
+            publishes it (see `token_file`).
+        token_file: HTTP: write the token to `<state>/serve/<port>.token` while serving
+            (folder 0700, file 0600; removed when the server stops), so local clients can
+            read it. `<state>` is `$HANDRAIL_STATE_DIR`, else `$XDG_RUNTIME_DIR/handrail`,
+            else `~/.local/state/handrail`. Default: only when the token was generated.
+        allow_hosts: HTTP: more `Host` values to accept, e.g. a reverse proxy's public name
+            (`NAME` for any port, `NAME:PORT` for one). Accepted anyway: the bind address
+            with the port; for a loopback bind `127.0.0.1`, `localhost` and `[::1]`; for
+            `0.0.0.0` / `::` those plus the address each request arrived on.
+        allow_origins: HTTP: more browser origins to accept (`https://app.example.com`);
+            `http://` + each accepted Host value is accepted anyway. A request with no
+            `Origin` (not from a browser) is not affected.
 
     Raises:
-        ConfigurationError: A bad root, mode, rule, address or fallback.
+        ConfigurationError: A bad root, mode, rule, address, fallback, token, host or
+            origin; no auth on a non-loopback address; the port in use or the address not
+            this machine's.
         ImportError: The MCP SDK is not installed (`pip install "handrail[mcp]"`).
     """
     if ask_fallback not in ("deny", "allow"):
@@ -105,10 +136,23 @@ async def serve(
     except ValueError:
         modes = ", ".join(m.value for m in PermissionMode)
         raise ConfigurationError(f"unknown mode {mode!r}; use one of: {modes}") from None
+    security: HttpSecurity | None = None
     if http is not None:
         host, port = http
         if not host or not 0 <= port <= 65535:
             raise ConfigurationError(f"http must be (host, port 0-65535), not {http!r}")
+        security = http_security(
+            host,
+            auth=auth,
+            token=token,
+            token_file=token_file,
+            allow_hosts=allow_hosts,
+            allow_origins=allow_origins,
+        )
+    elif token is not None or token_file or allow_hosts or allow_origins:
+        raise ConfigurationError(
+            "token, token_file, allow_hosts and allow_origins apply to http only"
+        )
     workspace = Path(root) if root is not None else Path.cwd()
     if not workspace.is_dir():
         raise ConfigurationError(f"root {str(workspace)!r} is not a directory")
@@ -136,9 +180,9 @@ async def serve(
         raise ImportError('handrail serve needs the MCP SDK: pip install "handrail[mcp]"') from exc
     app = app_module.McpApp(runtime, ask_fallback=ask_fallback)
     try:
-        if http is None:
+        if http is None or security is None:
             await app_module.run_stdio(app, ready)
         else:
-            await app_module.run_http(app, http[0], http[1], ready)
+            await app_module.run_http(app, http[0], http[1], ready, security)
     finally:
         await app.aclose()

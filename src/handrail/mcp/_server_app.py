@@ -9,7 +9,13 @@ through `Runtime.call`; this module adds what MCP needs around it:
   configured fallback (deny with a clear reason by default);
 - a client's `notifications/cancelled` becomes `Runtime.cancel`, and the request waits until the
   call has really stopped (its processes gone) before it is dropped;
-- progress events go out as `notifications/progress` when the request carried a token.
+- progress events go out as `notifications/progress` when the request carried a token;
+- the server's mode is the widest any session reaches (`ModeCeilingPolicy`): a client may
+  enter plan mode, never leave for a mode wider than the server's.
+
+Over HTTP (`run_http`) every request passes `HttpGuard` first (Host, Origin, bearer token), so
+a refused request reaches no session, tool or approval; an elicitation answer is a request
+like any other, so only the token holder on the session that was asked can give it.
 
 The server speaks the session-based MCP versions (2024-11-05 to 2025-11-25). The stateless
 2026-07-28 era has no session to hold read-before-edit state and no way to ask the user
@@ -24,6 +30,7 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any, Literal, cast
 
 import anyio
@@ -36,6 +43,7 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
@@ -50,6 +58,11 @@ from .. import (
     ToolResult,
 )
 from .._version import __version__
+from ._http_access import HttpSecurity, access_rules, host_port
+from ._http_guard import HttpGuard
+from ._http_listen import bind_sockets, close_all
+from ._http_token import publish_token, withdraw_token
+from ._mode_ceiling import ModeCeilingPolicy
 from ._server import _ASKER  # pyright: ignore[reportPrivateUsage]
 from ._server_wire import (
     approval_message,
@@ -145,6 +158,9 @@ class McpApp:
     def __init__(self, runtime: Runtime, *, ask_fallback: AskFallback = "deny") -> None:
         self.rt = runtime
         self.ask_fallback = ask_fallback
+        self.ceiling = ModeCeilingPolicy(runtime.policy, runtime.session.mode)
+        """The server's policy, bounded by its mode (installed on the runtime)."""
+        runtime.policy = self.ceiling
         self.sessions: dict[int, Session] = {}
         """Open sessions, by `id()` (a Session is a mutable, unhashable dataclass)."""
         self._entries: dict[int, tuple[Tool, dict[str, Any]]] = {}
@@ -211,6 +227,10 @@ class McpApp:
         session = self.session(ctx)
         before = (session.mode, len(session.activated))
         result = await self._call(ctx, session, params.name, params.arguments or {})
+        bounded = self.ceiling.bound(session.mode)
+        if bounded is not session.mode:  # decided as `bounded` already; now listed so too
+            logger.warning("%s left the session in %s mode: reset", params.name, session.mode)
+            session.mode = bounded
         if (session.mode, len(session.activated)) != before:
             # Plan mode or tool_search changed what this session sees.
             await _connection(ctx).send_tool_list_changed()
@@ -302,7 +322,7 @@ class McpApp:
         if not self._can_elicit(ctx):
             if self.ask_fallback == "allow":
                 return Approval.allow_once()
-            return Approval.deny(fallback_reason(request, loc))
+            return Approval.deny(fallback_reason(request, loc), source=request.source)
         try:
             answer = await ctx.session.elicit_form(
                 approval_message(request, loc),
@@ -376,30 +396,78 @@ async def run_stdio(app: McpApp, ready: Callable[[str], None] | None) -> None:
 
 
 class _Uvicorn(uvicorn.Server):
-    """uvicorn that reports its real address (port 0 picks a free one) once listening."""
+    """uvicorn on sockets bound beforehand, reporting its URL once listening.
 
-    def __init__(self, config: uvicorn.Config, ready: Callable[[str], None] | None) -> None:
+    `stopped` runs once it has shut down, before uvicorn re-raises a captured SIGTERM (which
+    would end the process before any `finally` of the caller ran).
+    """
+
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        ready: Callable[[str], None] | None,
+        url: str,
+        stopped: Callable[[], None],
+    ) -> None:
         super().__init__(config)
         self._ready = ready
+        self._url = url
+        self._stopped = stopped
 
     async def startup(self, sockets: Any = None) -> None:
         await super().startup(sockets=sockets)
-        if self._ready is None or not self.started:
-            return
-        host, port = self.servers[0].sockets[0].getsockname()[:2]
-        shown = f"[{host}]" if ":" in host else host
-        self._ready(f"http://{shown}:{port}/mcp")
+        if self._ready is not None and self.started:
+            self._ready(self._url)
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        try:
+            await super().shutdown(sockets=sockets)
+        finally:
+            self._stopped()
 
 
-async def run_http(app: McpApp, host: str, port: int, ready: Callable[[str], None] | None) -> None:
-    """Serve streamable HTTP on host:port (`/mcp`) until the process is stopped."""
-    asgi = app.server.streamable_http_app(host=host)
-    config = uvicorn.Config(
-        asgi,
-        host=host,
-        port=port,
-        log_level="warning",
-        lifespan="on",
-        timeout_graceful_shutdown=5,
-    )
-    await _Uvicorn(config, ready).serve()
+async def run_http(
+    app: McpApp,
+    host: str,
+    port: int,
+    ready: Callable[[str], None] | None,
+    security: HttpSecurity,
+) -> None:
+    """Serve streamable HTTP on host:port (`/mcp`) until the process is stopped.
+
+    The sockets are bound first (a busy port is a `ConfigurationError`), then the Host and
+    Origin rules follow the real port, a generated token is published in its file, and every
+    request passes `HttpGuard` before the SDK's app.
+    """
+    sockets = bind_sockets(host, port)
+    published: Path | None = None
+
+    def withdraw() -> None:
+        if published is not None and security.token is not None:
+            withdraw_token(published, security.token)
+
+    try:
+        port = sockets[0].getsockname()[1]
+        rules = access_rules(host, port, security)
+        # Host and Origin are checked by HttpGuard for every bind; the SDK's own check covers
+        # three loopback binds only, and could not accept a wildcard bind's own addresses.
+        sdk = app.server.streamable_http_app(
+            host=host,
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+        guarded = HttpGuard(sdk, rules=rules, token=security.token)
+        config = uvicorn.Config(
+            guarded,
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=5,
+        )
+        if security.publish_token and security.token is not None:
+            published = publish_token(port, security.token)
+        url = f"http://{host_port(host, port)}/mcp"
+        await _Uvicorn(config, ready, url, withdraw).serve(sockets=sockets)
+    finally:
+        withdraw()
+        close_all(sockets)
