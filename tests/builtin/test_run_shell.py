@@ -125,8 +125,19 @@ async def test_environment_drops_api_keys_and_never_pages(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value")
     monkeypatch.setenv("HANDRAIL_TOKEN", "also-secret")
     monkeypatch.setenv("MY_VISIBLE", "visible-value")
+    # Credentials by their usual names, which `printenv` (read-only, unasked) would show.
+    secrets = {
+        "GITHUB_TOKEN": "ghp-canary",
+        "AWS_SECRET_ACCESS_KEY": "aws-canary",
+        "STRIPE_API_KEY": "stripe-canary",
+        "DB_PASSWORD": "db-canary",
+        "CLIENT_SECRET": "client-canary",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
     r = await runtime(tmp_path).call("run_shell", {"command": "env"})
     assert "sk-secret-value" not in r.content and "also-secret" not in r.content
+    assert not [v for v in secrets.values() if v in r.content]
     assert "MY_VISIBLE=visible-value" in r.content
     assert "GIT_TERMINAL_PROMPT=0" in r.content and "PAGER=cat" in r.content
 

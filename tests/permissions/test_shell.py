@@ -185,6 +185,23 @@ TABLE: list[tuple[str, tuple[str, ...], bool, bool]] = [
 ]
 
 
+@pytest.mark.parametrize(
+    ("line", "read_only"),
+    [
+        ("env git status", True),
+        ("env FOO=1 git status", True),
+        # Options that move the command or empty its environment (which would drop the
+        # variables that keep git from running a repository's programs).
+        ("env -C /elsewhere git diff", False),
+        ("env -i git log -p", False),
+        ("env -u GIT_CONFIG_COUNT git log -p", False),
+        ("env --chdir=/x ls", False),
+    ],
+)
+def test_env_is_read_only_only_without_options(line: str, read_only: bool) -> None:
+    assert is_read_only_command(line) is read_only
+
+
 @pytest.mark.parametrize(("line", "commands", "opaque", "read_only"), TABLE)
 def test_table(line: str, commands: tuple[str, ...], opaque: bool, read_only: bool) -> None:
     parsed = parse_command(line)

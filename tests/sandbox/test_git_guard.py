@@ -139,14 +139,15 @@ def test_lines_without_git_get_nothing_and_others_keys_are_kept(tmp_path: Path) 
     env = git_guard_env("git status", tmp_path, {"GIT_CONFIG_COUNT": "2"})
     # The caller's own two entries stay; ours follow and win.
     assert env["GIT_CONFIG_KEY_2"] == "core.fsmonitor"
-    assert int(env["GIT_CONFIG_COUNT"]) == 2 + 3
+    assert int(env["GIT_CONFIG_COUNT"]) > 2
+    assert env[f"GIT_CONFIG_KEY_{int(env['GIT_CONFIG_COUNT']) - 1}"]
 
 
 @pytest.mark.parametrize("mode", ["plan", "default"])
 async def test_read_only_git_through_run_shell_runs_nothing_the_repo_names(
     hostile: tuple[Path, Path], mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from handrail import Runtime
+    from handrail import Interrupted, Runtime
     from handrail.builtin import RunShell
 
     repo, canaries = hostile
@@ -157,8 +158,56 @@ async def test_read_only_git_through_run_shell_runs_nothing_the_repo_names(
         for args in READS:
             result = await rt.call("run_shell", {"command": "git " + " ".join(args)})
             assert result.ok, (args, result.content)
+        # git behind a read-only wrapper is guarded too.
+        for line in ("env git log -p -1", "timeout 20 git log -p -1", "nice git show"):
+            result = await rt.call("run_shell", {"command": line})
+            assert result.ok, (line, result.content)
+        # A wrapper option that moves or empties the environment is not read-only: refused
+        # in plan mode, and in default mode it would ask (nobody answers here).
+        moved = await rt.call("run_shell", {"command": f"env -C {repo} git log -p -1"})
+        assert not moved.ok or isinstance(moved, Interrupted)
         shown = await rt.call("run_shell", {"command": "git diff"})
         assert "+two" in shown.content
     finally:
         await rt.aclose()
     assert sorted(p.name for p in canaries.iterdir()) == ["hooks"]
+
+
+@pytest.mark.parametrize(
+    "trick",
+    [
+        # A form feed in a comment: Python's splitlines() would end the line there, git not.
+        '[diff "evil"]\n# note \x0c[other]\n\ttextconv = "touch {c}/trick; cat"\n',
+        # A byte-order mark before the first section.
+        '\ufeff[diff "evil"]\n\ttextconv = "touch {c}/trick; cat"\n',
+        # An include path with quotes git drops, and a comment with no space before it.
+        '[include]\n\tpath = ev""il.cfg#note\n',
+    ],
+)
+def test_what_git_reads_is_what_the_guard_reads(tmp_path: Path, trick: str) -> None:
+    repo, canaries = tmp_path / "repo", tmp_path / "canaries"
+    repo.mkdir()
+    canaries.mkdir()
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env, timeout=30)
+    (repo / ".gitattributes").write_text("*.txt diff=evil\n")
+    (repo / "a.txt").write_text("one\n")
+    for args in (["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "i"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, env=env, timeout=30)
+    (repo / "a.txt").write_text("one\ntwo\n")
+    config = repo / ".git" / "config"
+    planted = trick.format(c=canaries)
+    if planted.startswith("\ufeff"):  # a byte-order mark counts only at the very start
+        config.write_text(planted + config.read_text(), encoding="utf-8")
+    else:
+        with config.open("a", encoding="utf-8") as f:
+            f.write(planted)
+    (repo / ".git" / "evil.cfg").write_text(
+        f'[diff "evil"]\n\ttextconv = "touch {canaries}/trick; cat"\n'
+    )
+    _git(repo, "diff", env=env)  # the probe is real: plain git runs it
+    assert (canaries / "trick").exists()
+    (canaries / "trick").unlink()
+    _git(repo, "diff", env={**env, **git_guard_env("git diff", repo, env)})
+    _git(repo, "log", "-p", env={**env, **git_guard_env("git log -p", repo, env)})
+    assert not (canaries / "trick").exists()

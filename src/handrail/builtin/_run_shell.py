@@ -83,6 +83,13 @@ DEFAULT_ENV_DENY = (
     "GROQ_API_KEY",
     "XAI_API_KEY",
     "HANDRAIL_*",
+    # Credentials by their usual names: `printenv` is a read-only command and runs unasked.
+    "*_API_KEY",
+    "*_TOKEN",
+    "*_SECRET",
+    "*_SECRET_*",
+    "*_PASSWORD",
+    "AWS_SECRET_ACCESS_KEY",
 )
 DEFAULT_READ_PATHS = ("~/.gitconfig", "~/.config/git")
 """Paths under the home a sandboxed command reads by default: git's identity and ignore rules

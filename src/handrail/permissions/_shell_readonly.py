@@ -57,6 +57,10 @@ def read_only_argv(argv: Sequence[str | None], names: set[str], depth: int = 0) 
         if not all(safe_env_name(n) for n in variables):
             return False
     inner = unwrap(name, known)
+    if name == "env" and any(a.startswith("-") for a in known[: len(known) - len(inner or ())]):
+        # `-i`, `-u NAME`, `-C DIR` change where and with what the command runs (they can drop
+        # the variables that keep git from running a repository's programs).
+        return False
     if inner is None:
         return True
     names.add(inner[0])

@@ -20,7 +20,8 @@ are left alone.
 from __future__ import annotations
 
 import os
-import re
+import shutil
+import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -33,6 +34,13 @@ _FIXED = (
     ("core.fsmonitor", "false"),
     ("core.pager", "cat"),
     ("core.hooksPath", "/dev/null"),
+    # No transport: a partial clone's lazy fetch would run a configured upload-pack or ssh.
+    ("protocol.allow", "never"),
+    # Submodules have config of their own, which is not read here: leave them out.
+    ("submodule.recurse", "false"),
+    ("diff.ignoreSubmodules", "all"),
+    ("diff.submodule", "short"),
+    ("status.submoduleSummary", "false"),
 )
 # An external diff that prints a plain unified diff: git passes
 # `path old-file old-hex old-mode new-file new-hex new-mode`; diff exits 1 when files differ.
@@ -51,10 +59,8 @@ _PLAIN_KEYS = {
     ("log", "showsignature"): "false",
 }
 _SIGNING_PROGRAMS = {"ssh", "x509", "openpgp"}  # gpg.<format>.program
-_SECTION = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
-_KEY = re.compile(r"([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
-_MAX_INCLUDES = 10
-_MAX_CONFIG_BYTES = 1 << 20
+_REPOSITORY_SCOPES = frozenset({"local", "worktree"})
+_CONFIG_TIMEOUT = 10.0
 
 
 def git_guard_env(command: str, cwd: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -65,7 +71,8 @@ def git_guard_env(command: str, cwd: Path, base: Mapping[str, str] | None = None
     """
     parsed = parse_command(command)
     words = parsed.words
-    if not any(w and os.path.basename(w[0]) == "git" for w in words):
+    # Anywhere in a command's words: git also runs behind wrappers (`timeout 5 git log`).
+    if not any(os.path.basename(word) == "git" for argv in words for word in argv):
         return {}
     overrides = dict(_FIXED)
     for folder in _folders(words, cwd):
@@ -86,7 +93,7 @@ def git_guard_env(command: str, cwd: Path, base: Mapping[str, str] | None = None
         env[f"GIT_CONFIG_VALUE_{i}"] = value
     env["GIT_CONFIG_COUNT"] = str(start + len(overrides))
     env["GIT_PAGER"] = "cat"
-    env.pop("GIT_EXTERNAL_DIFF", None)
+    env["GIT_NO_LAZY_FETCH"] = "1"  # git 2.45 and later; protocol.allow covers older ones
     return env
 
 
@@ -117,91 +124,33 @@ def _folders(words: tuple[tuple[str, ...], ...], cwd: Path) -> list[Path]:
 
 
 def _repository_keys(folder: Path) -> Iterator[tuple[str, str | None, str]]:
-    """(section, subsection, key) of every key the repository holding `folder` sets itself."""
-    git_dir = _git_dir(folder)
-    if git_dir is None:
-        return
-    files = [git_dir / "config", git_dir / "config.worktree"]
-    common = _read_small(git_dir / "commondir")
-    if common is not None:
-        shared = Path(common.strip())
-        shared = shared if shared.is_absolute() else git_dir / shared
-        files.insert(0, shared / "config")
-    seen: set[Path] = set()
-    queue = list(files)
-    while queue and len(seen) < _MAX_INCLUDES + len(files):
-        path = queue.pop(0)
-        if path in seen:
-            continue
-        seen.add(path)
-        text = _read_small(path)
-        if text is None:
-            continue
-        for section, sub, key, value in _entries(text):
-            if key == "path" and (section == "include" or section == "includeif"):
-                if value:
-                    included = Path(os.path.expanduser(value))
-                    queue.append(included if included.is_absolute() else path.parent / included)
-                continue
-            yield section, sub, key
+    """(section, subsection, key) of every key the repository holding `folder` sets itself.
 
-
-def _git_dir(folder: Path) -> Path | None:
-    """The git directory of the repository `folder` is in (`.git` folder or `gitdir:` file)."""
-    try:
-        here = folder.resolve()
-    except OSError:
-        return None
-    for candidate in (here, *here.parents):
-        dot = candidate / ".git"
-        if dot.is_dir():
-            return dot
-        if dot.is_file():
-            text = _read_small(dot) or ""
-            if text.startswith("gitdir:"):
-                target = Path(text[len("gitdir:") :].strip())
-                return target if target.is_absolute() else candidate / target
-            return None
-    return None
-
-
-def _read_small(path: Path) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            data = f.read(_MAX_CONFIG_BYTES)
-    except OSError:
-        return None
-    return data.decode("utf-8", "replace")
-
-
-def _entries(text: str) -> Iterator[tuple[str, str | None, str, str]]:
-    """(section, subsection, key, value) of each key a git config file sets.
-
-    Names are lower-cased but the subsection, as git compares them. Enough of the syntax to
-    find every key that is set; values are only needed for include paths.
+    Asked of git itself (`git config --list --includes --show-scope`), so that what is found is
+    what git will read: its own parser, includes and conditional includes, worktree config.
+    Reading config runs no configured program. Keys of the user's global and system config
+    are not the repository's and are left out.
     """
-    section = ""
-    sub: str | None = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        while line.startswith("["):
-            m = _SECTION.match(line)
-            if m is None:
-                line = ""
-                break
-            name = m.group(1).lower()
-            if m.group(2) is not None:
-                section, sub = name, re.sub(r"\\(.)", r"\1", m.group(2))
-            elif "." in name:  # the old `[section.subsection]` form
-                section, _, rest = name.partition(".")
-                sub = rest
-            else:
-                section, sub = name, None
-            line = line[m.end() :].strip()
-        if not line or line[0] in "#;" or not section:
+    git = shutil.which("git")
+    if git is None or not folder.is_dir():
+        return
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    try:
+        done = subprocess.run(
+            [git, "config", "--list", "--includes", "--show-scope", "--name-only", "-z"],
+            cwd=folder,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_CONFIG_TIMEOUT,
+            check=False,
+        )
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return
+    fields = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+    for scope, name in zip(fields[::2], fields[1::2], strict=False):
+        if scope not in _REPOSITORY_SCOPES:
             continue
-        m = _KEY.match(line)
-        if m is None:
-            continue
-        value = (m.group(2) or "").split(" #")[0].split(" ;")[0].strip().strip('"')
-        yield section, sub, m.group(1).lower(), value
+        section, _, rest = name.partition(".")
+        sub, _, key = rest.rpartition(".")
+        yield section.lower(), (sub or None), key.lower()
