@@ -173,6 +173,25 @@ def test_an_untrusted_narrower_mode_still_overrides_the_users_wider_one(project:
     assert load_settings(project).default_mode is PermissionMode.ACCEPT_EDITS  # the user's
 
 
+@pytest.mark.parametrize(
+    ("user", "project_mode", "result"),
+    [
+        ("plan", "dont_ask", "plan"),  # the checkout cannot loosen the user's plan mode
+        ("plan", "default", "plan"),
+        ("dont_ask", "default", "dont_ask"),
+        ("default", "dont_ask", "dont_ask"),  # but it may narrow
+    ],
+)
+def test_an_untrusted_mode_never_loosens_the_users(
+    project: Path, user: str, project_mode: str, result: str
+) -> None:
+    write(user_settings_path(), {"permissions": {"default_mode": user}})
+    write(project / ".handrail" / "settings.json", {"permissions": {"default_mode": project_mode}})
+    assert load_settings(project).default_mode is PermissionMode(result)
+    # Trusted, the project's choice stands as before.
+    assert load_settings(project, trust=True).default_mode is PermissionMode(project_mode)
+
+
 def test_the_personal_file_in_a_checkout_is_untrusted_too(project: Path) -> None:
     # settings.local.json is meant to be the user's own, but a checkout can ship one.
     write(project / ".handrail" / "settings.local.json", {"permissions": {"allow": ["touch"]}})

@@ -295,9 +295,29 @@ def load_settings(
         settings = settings.merged_with(read_settings_file(user))
     if project_root is not None:
         folder = read_folder_config(project_root)
-        settings = settings.merged_with(project_settings(folder, trust=trust))
+        project = project_settings(folder, trust=trust)
+        trusted = trust if trust is not None else bool(folder.files) and is_trusted(folder)
+        mode = settings.default_mode
+        settings = settings.merged_with(project)
+        if not trusted and mode is not None and project.default_mode is not None:
+            # An untrusted folder may narrow the user's mode, never swap it for a wider one.
+            settings = replace(settings, default_mode=_stricter(mode, project.default_mode))
         report_refused(settings.refused)
     return settings
+
+
+# From the mode that runs the least without asking to the one that runs the most.
+_STRICTNESS = (
+    PermissionMode.PLAN,
+    PermissionMode.DONT_ASK,
+    PermissionMode.DEFAULT,
+    PermissionMode.ACCEPT_EDITS,
+    PermissionMode.BYPASS,
+)
+
+
+def _stricter(a: PermissionMode, b: PermissionMode) -> PermissionMode:
+    return a if _STRICTNESS.index(a) <= _STRICTNESS.index(b) else b
 
 
 def project_settings(folder: FolderConfig, *, trust: bool | None = None) -> Settings:
