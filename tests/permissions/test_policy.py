@@ -646,6 +646,17 @@ def test_suggested_rules_for_commands_come_from_the_parsed_line(ws: Path) -> Non
         assert d.behavior == "allow", line
 
 
+def test_a_cd_out_of_the_roots_is_not_covered_by_the_projects_rule(ws: Path) -> None:
+    # `npm test:*` was meant for this project, not for another folder's package.json.
+    policy = Policy(allow=["run_shell(npm test:*)"])
+    assert shell(policy, ws, "cd sub && npm test").behavior == "allow"
+    assert shell(policy, ws, f"cd {ws}/sub && npm test").behavior == "allow"
+    for line in ["cd /tmp/elsewhere && npm test", "cd ../other && npm test", "cd && npm test"]:
+        assert shell(policy, ws, line).behavior == "ask", line
+        needed = covering_rules("run_shell", [RunCommand(command=line)], [ws])
+        assert needed == ("run_shell(cd:*)", "run_shell(npm test:*)")
+
+
 def test_covering_rules_name_every_rule_the_call_needs_and_no_more(ws: Path) -> None:
     def cover(line: str) -> tuple[str, ...]:
         return covering_rules("run_shell", [RunCommand(command=line)], [ws])

@@ -343,7 +343,7 @@ def _covered(
         for unit in units:
             hit = next((r for r in rules if _matches(r, unit, roots)), None)
             if hit is None:
-                if isinstance(unit, RunCommand) and len(units) > 1 and _reads_only(unit):
+                if isinstance(unit, RunCommand) and len(units) > 1 and _reads_only(unit, roots):
                     # `cd sub && npm test`: the read-only part needs no rule of its own.
                     continue
                 return None
@@ -351,8 +351,24 @@ def _covered(
     return first
 
 
-def _reads_only(unit: RunCommand) -> bool:
-    return parse_command(unit.command).read_only
+def _reads_only(unit: RunCommand, roots: Sequence[Path]) -> bool:
+    """A read-only simple command that needs no rule beside the ones that change things.
+
+    A `cd` counts only when it stays inside the roots: `cd /tmp/x && npm test` would run
+    someone else's `package.json` under the `npm test:*` rule meant for this project.
+    """
+    parsed = parse_command(unit.command)
+    if not parsed.read_only:
+        return False
+    argv = parsed.words[0] if parsed.words else ()
+    if argv[:1] not in (("cd",), ("pushd",)):
+        return True
+    target = next((a for a in argv[1:] if not a.startswith("-")), None)
+    if target is None or target.startswith("~") or "$" in target:
+        return False
+    if os.path.isabs(target):
+        return any(is_within(target, r) for r in roots)
+    return ".." not in Path(target).parts
 
 
 def suggest_rules(
@@ -375,7 +391,7 @@ def covering_rules(
     out: list[str] = []
     for q in requests:
         if isinstance(q, RunCommand):
-            specs = _command_specs(q)
+            specs = _command_specs(q, roots)
             if not specs:
                 return (tool,)
             out.extend(f"{tool}({spec})" for spec in specs)
@@ -408,7 +424,7 @@ _SUBCOMMAND_PROGRAMS = frozenset(
 _SUBCOMMAND = re.compile(r"[A-Za-z][A-Za-z0-9_:-]*")
 
 
-def _command_specs(q: RunCommand) -> list[str]:
+def _command_specs(q: RunCommand, roots: Sequence[Path] = ()) -> list[str]:
     """Rule specifiers that would cover this command line, one per simple command.
 
     `npm test -- -x` gives `npm test:*` (program and subcommand), `ls -la` gives `ls:*`; a command
@@ -424,7 +440,7 @@ def _command_specs(q: RunCommand) -> list[str]:
             return []
         texts, words = list(parsed.commands), [list(w) for w in parsed.words]
     specs: list[str] = []
-    changing = [not _reads_only(RunCommand(command=t)) for t in texts]
+    changing = [not _reads_only(RunCommand(command=t), roots) for t in texts]
     for text, argv, changes in zip(texts, words, changing, strict=False):
         if not argv or (any(changing) and not changes):
             continue  # a read-only part of a line that changes things needs no rule
