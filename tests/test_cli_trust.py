@@ -310,6 +310,23 @@ def test_show_records_nothing_and_escapes_what_the_checkout_wrote(
     assert not (home / ".config" / "handrail" / "trusted.json").exists()
 
 
+def test_a_project_skill_with_allowed_tools_needs_trust_and_is_shown(
+    home: Path, tmp_path: Path
+) -> None:
+    plain = tmp_path / "skilled"
+    skill = plain / ".handrail" / "skills" / "deploy" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: deploy\ndescription: d\nallowed_tools: ['run_shell']\n---\nx\n")
+    out = handrail(home, plain, "trust", "--show")
+    assert out.returncode == 0, out.stderr
+    assert f"{skill}:\n  allowed tools while active run_shell\n" in out.stdout
+    assert "not trusted" in out.stdout
+    assert handrail(home, plain, "trust").returncode == 0
+    assert "is trusted" in handrail(home, plain, "trust", "--show").stdout
+    skill.write_text(skill.read_text().replace("run_shell", "run_shell, web_fetch"))
+    assert "changed since you trusted it" in handrail(home, plain, "trust", "--show").stdout
+
+
 def test_a_symlinked_handrail_folder_is_pointed_out(
     home: Path, checkout: Path, tmp_path: Path
 ) -> None:

@@ -379,6 +379,11 @@ async def test_an_untrusted_project_skill_grants_nothing(ws: Path, user_dir: Pat
     trust_folder(ws)
     await rt.call("skill", {"name": "test"})
     assert rt.session.allow_rules == ["run_command(npm test:*)"]
+    # A skill changed (or added) after the user trusted the folder needs trust again.
+    add_skill(project_skills(ws), "test", extra="allowed_tools: ['run_command']\n")
+    rt = make_runtime(ws, Skill(project_dir=ws))
+    r = await rt.call("skill", {"name": "test"})
+    assert rt.session.allow_rules == [] and r.metadata["allowed_tools"] == []
 
 
 async def test_rules_the_session_already_had_are_kept(ws: Path, user_dir: Path) -> None:

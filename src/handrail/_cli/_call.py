@@ -238,6 +238,8 @@ def _trusted_or_harmless(folder: FolderConfig) -> bool:
         return (
             not project_settings(folder, trust=False).refused
             and not (project_mcp_servers(folder, trust=False)[1])
+            # A project skill may list allowed_tools: the user has not looked at it.
+            and not any(path.name == "SKILL.md" for path in folder.files)
         )
     except ConfigurationError:  # a broken file or trust store: decide nothing for the user
         return False

@@ -143,7 +143,23 @@ def needing_trust(folder: FolderConfig) -> dict[Path, list[str]]:
             ]
         else:
             out[path] = list(widening_items(parse_settings(data, path), limit=None))
+    for relative in folder.files:
+        if relative.name == "SKILL.md":
+            out[folder.path(relative)] = _skill_items(folder.path(relative))
     return out
+
+
+def _skill_items(path: Path) -> list[str]:
+    """A project skill's allowed tools (allow rules while the skill is active)."""
+    from ..builtin._skill import parse_skill_file
+
+    try:
+        rules = parse_skill_file(path, "project").allowed_tools
+    except Exception as exc:  # a malformed skill grants nothing; say so rather than fail
+        return [f"(unreadable skill: {printable(str(exc), None)})"]
+    if not rules:
+        return []
+    return ["allowed tools while active " + ", ".join(printable(r, None) for r in rules)]
 
 
 def _trust(root: Path, *, record: bool) -> int:

@@ -47,6 +47,7 @@ __all__ = [
     "refusal_notice",
     "report_refused",
     "revoke_trust",
+    "skill_files",
     "trust_command",
     "trust_folder",
     "trust_store_path",
@@ -113,7 +114,7 @@ def read_folder_config(root: str | Path) -> FolderConfig:
     resolved = Path(root).expanduser().resolve()
     files: dict[Path, bytes] = {}
     digest = hashlib.sha256(_HASH_VERSION)
-    for relative in TRUST_FILES:
+    for relative in (*TRUST_FILES, *skill_files(resolved)):
         data = _read_regular(resolved / relative)
         name = relative.as_posix().encode()
         if data is None:
@@ -122,6 +123,23 @@ def read_folder_config(root: str | Path) -> FolderConfig:
         files[relative] = data
         digest.update(b"file\0" + name + b"\0" + str(len(data)).encode() + b"\0" + data)
     return FolderConfig(root=resolved, files=files, digest=digest.hexdigest())
+
+
+SKILLS_DIR = Path(".handrail") / "skills"
+MAX_SKILLS = 500
+
+
+def skill_files(root: Path) -> list[Path]:
+    """The folder's project skills (`.handrail/skills/*/SKILL.md`), relative, sorted.
+
+    Their `allowed_tools` become allow rules while a skill is active, so trust covers them
+    too: a skill added or changed after the user looked needs trust again.
+    """
+    try:
+        names = sorted(os.listdir(root / SKILLS_DIR))[:MAX_SKILLS]
+    except OSError:
+        return []
+    return [SKILLS_DIR / name / "SKILL.md" for name in names]
 
 
 def _read_regular(path: Path) -> bytes | None:
