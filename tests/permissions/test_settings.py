@@ -352,3 +352,10 @@ async def test_tool_settings_reach_the_tool(project: Path) -> None:
     rt = Runtime([configured], root=project, load_settings=True)
     assert (await rt.call("configured", {})).ok
     assert seen == [{"level": 3}]
+
+
+def test_a_hidden_path_with_a_nul_byte_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "settings.json"
+    bad.write_text('{"hidden_paths": ["x\\u0000y"]}')
+    with pytest.raises(handrail.ConfigurationError, match="hidden_paths holds an empty path"):
+        read_settings_file(bad)

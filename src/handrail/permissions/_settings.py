@@ -176,6 +176,10 @@ def parse_settings(data: bytes, path: Path) -> Settings:
             f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
         )
         raise ConfigurationError(f"settings file {path} is invalid: {problems}") from exc
+    if any("\x00" in item or not item.strip() for item in parsed.hidden_paths):
+        raise ConfigurationError(
+            f"settings file {path}: hidden_paths holds an empty path or one with a NUL byte"
+        )
     perms = parsed.permissions
     for rule in (*perms.allow, *perms.ask, *perms.deny):
         try:
