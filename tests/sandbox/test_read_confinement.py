@@ -10,6 +10,8 @@ from __future__ import annotations
 import ctypes
 import os
 import shlex
+import shutil
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -483,3 +485,33 @@ def test_without_a_view_reads_are_reported_unconfined(home: Home) -> None:
         assert conf.reads_by is None
     with Confinement(filesystem=False, view=home.view()) as conf:
         assert conf.reads_by is None  # no filesystem confinement: nothing hidden either
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("capsh") is None, reason="needs root and capsh"
+)
+def test_an_inheritable_capability_does_not_come_back_at_exec(tmp_path: Path) -> None:
+    # Root regains at exec whatever is inheritable: a parent started with
+    # `capsh --inh=cap_dac_read_search` must not hand the command open_by_handle_at back.
+    script = (
+        "import asyncio\n"
+        "from handrail import Runtime\n"
+        "from handrail.builtin import RunShell\n"
+        "async def main():\n"
+        f"    rt = Runtime([RunShell()], root={str(tmp_path)!r}, mode='bypass')\n"
+        "    r = await rt.call('run_shell', {'command': 'grep -E \"^Cap(Inh|Eff)\" /proc/self/status'})\n"
+        "    print(r.content)\n"
+        "    await rt.aclose()\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run(
+        ["capsh", "--inh=cap_dac_read_search", "--", "-c", f'{sys.executable} -c "$0"', script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    caps = dict(line.split(":") for line in done.stdout.splitlines() if line.startswith("Cap"))
+    dac_read_search = 1 << 2
+    assert caps and all(not int(v.strip(), 16) & dac_read_search for v in caps.values())

@@ -82,6 +82,9 @@ _MS_NODEV = 4
 _MS_NOEXEC = 8
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_CAPBSET_DROP = 24
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAP_VERSION_3 = 0x20080522
 _SYS_OPEN_TREE = 428  # Linux 5.2; Landlock (5.13) implies it
 _SYS_MOVE_MOUNT = 429
 _OPEN_TREE_CLONE = 1
@@ -269,6 +272,12 @@ class _Setup:
         self.cover_dirs = tuple(os.fsencode(p) for p in plan.cover_dirs)
         self.cover_files = tuple(os.fsencode(p) for p in plan.cover_files)
         self.drop_caps = tuple(drop_caps)
+        # capget/capset buffers, made before the fork: a header and two data words.
+        self.cap_header = ctypes.create_string_buffer(struct.pack("Ii", _CAP_VERSION_3, 0), 8)
+        self.cap_data = ctypes.create_string_buffer(24)
+        self.inheritable_mask = ~sum(1 << c for c in self.drop_caps) & ((1 << 64) - 1)
+        self.capget = getattr(_libc, "capget", None)
+        self.capset = getattr(_libc, "capset", None)
         self.setns = _libc.setns
         self.unshare = _libc.unshare
         self.mount = _libc.mount
@@ -306,11 +315,31 @@ class _Setup:
         for cap in self.drop_caps:
             if self.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
                 raise _errno_error("drop capability")
+        if self.drop_caps:
+            self._drop_inherited()
         if self.ruleset >= 0:
             if self.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
                 raise _errno_error("no_new_privs")
             if self.syscall(_SYS_LANDLOCK_RESTRICT_SELF, self.ruleset, 0) != 0:
                 raise _errno_error("landlock_restrict_self")
+
+    def _drop_inherited(self) -> None:
+        """Clear the dropped capabilities from the inheritable and ambient sets too.
+
+        Root regains at exec whatever is inheritable, bounding set or not (a parent started
+        with `capsh --inh=...` would hand them back).
+        """
+        self.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # absent before 4.3
+        if self.capget is None or self.capset is None:
+            return
+        if self.capget(self.cap_header, self.cap_data) != 0:
+            raise _errno_error("capget")
+        words = struct.unpack("6I", self.cap_data.raw)
+        low, high = self.inheritable_mask & 0xFFFFFFFF, self.inheritable_mask >> 32
+        data = (words[0], words[1], words[2] & low, words[3], words[4], words[5] & high)
+        ctypes.memmove(self.cap_data, struct.pack("6I", *data), 24)
+        if self.capset(self.cap_header, self.cap_data) != 0:
+            raise _errno_error("capset")
 
     def _hide(self) -> None:
         """Cover the home but for the bound-back paths, then cover what is hidden."""
