@@ -58,16 +58,9 @@ def _git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
 @pytest.fixture
 def hostile(tmp_path: Path) -> tuple[Path, Path]:
     """A repository whose .git/config would run a canary program from every read command."""
-    repo, canaries = tmp_path / "repo", tmp_path / "canaries"
-    repo.mkdir()
-    canaries.mkdir()
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env, timeout=30)
-    (repo / ".gitattributes").write_text("*.txt diff=evil filter=evil\n*.md diff=other\n")
-    (repo / "a.txt").write_text("one\n")
-    (repo / "b.md").write_text("one\n")
-    for args in (["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "i"]):
-        subprocess.run(["git", *args], cwd=repo, check=True, env=env, timeout=30)
+    repo, canaries = _committed(
+        tmp_path, "*.txt diff=evil filter=evil\n*.md diff=other\n", ("a.txt", "b.md")
+    )
     hooks = canaries / "hooks"
     hooks.mkdir()
     for hook in ("post-index-change", "post-checkout", "reference-transaction"):
@@ -79,6 +72,21 @@ def hostile(tmp_path: Path) -> tuple[Path, Path]:
     (repo / ".git" / "more.config").write_text(INCLUDED.format(c=canaries))
     (repo / "a.txt").write_text("one\ntwo\n")
     (repo / "b.md").write_text("one\ntwo\n")
+    return repo, canaries
+
+
+def _committed(tmp_path: Path, attributes: str, names: tuple[str, ...]) -> tuple[Path, Path]:
+    """A repository with `attributes` and one committed line in each file; a canary folder."""
+    repo, canaries = tmp_path / "repo", tmp_path / "canaries"
+    repo.mkdir()
+    canaries.mkdir()
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env, timeout=30)
+    (repo / ".gitattributes").write_text(attributes)
+    for name in names:
+        (repo / name).write_text("one\n")
+    for args in (["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "i"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, env=env, timeout=30)
     return repo, canaries
 
 
@@ -185,15 +193,8 @@ async def test_read_only_git_through_run_shell_runs_nothing_the_repo_names(
     ],
 )
 def test_what_git_reads_is_what_the_guard_reads(tmp_path: Path, trick: str) -> None:
-    repo, canaries = tmp_path / "repo", tmp_path / "canaries"
-    repo.mkdir()
-    canaries.mkdir()
+    repo, canaries = _committed(tmp_path, "*.txt diff=evil\n", ("a.txt",))
     env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True, env=env, timeout=30)
-    (repo / ".gitattributes").write_text("*.txt diff=evil\n")
-    (repo / "a.txt").write_text("one\n")
-    for args in (["add", "."], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "i"]):
-        subprocess.run(["git", *args], cwd=repo, check=True, env=env, timeout=30)
     (repo / "a.txt").write_text("one\ntwo\n")
     config = repo / ".git" / "config"
     planted = trick.format(c=canaries)
