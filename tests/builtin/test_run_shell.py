@@ -549,3 +549,32 @@ async def test_a_job_id_is_bounded(tmp_path: Path) -> None:
     r = await runtime(tmp_path).call("shell_output", {"job_id": "x" * 10_000})
     assert r.error is ErrorCode.INVALID_ARGS
     assert len(r.content) < 400
+
+
+async def test_a_workspace_venv_on_an_interpreter_under_the_hidden_home_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # uv and pyenv keep interpreters under the home, which the sandbox hides; a venv built on
+    # one must still start (its base installation is bound back, nothing else of the home).
+    home = tmp_path / "home"
+    base = home / ".local" / "share" / "uv" / "python" / "cpython-test"
+    ws = home / "project"
+    (base / "bin").mkdir(parents=True)
+    (ws / ".venv" / "bin").mkdir(parents=True)
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text("CANARY-VENV-KEY\n")
+    interpreter = base / "bin" / "python3"
+    interpreter.write_text("#!/bin/sh\necho interpreter-ran\n")
+    interpreter.chmod(0o755)
+    # What `uv venv` writes: the base's bin folder in pyvenv.cfg, python a symlink to it.
+    (ws / ".venv" / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\nversion = 3.12\n")
+    (ws / ".venv" / "bin" / "python").symlink_to(interpreter)
+    monkeypatch.setenv("HOME", str(home))
+    rt = Runtime(Registry([RunShell()]), root=ws, mode="bypass")
+    try:
+        r = await rt.call("run_shell", {"command": ".venv/bin/python; cat ~/.ssh/id_rsa"})
+    finally:
+        await rt.aclose()
+    assert r.metadata.get("reads") == "confined"
+    assert "interpreter-ran" in r.content, r.content
+    assert "CANARY-VENV-KEY" not in r.content

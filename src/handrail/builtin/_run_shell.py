@@ -55,7 +55,7 @@ from ..sandbox import (
     sandbox_support,
     stat_file,
 )
-from ..sandbox._read_view import ReadView, plan_read_view, toolchain_dirs
+from ..sandbox._read_view import ReadView, plan_read_view, toolchain_dirs, venv_bases
 from ._i18n import text
 from ._shell_jobs import shell_state, start_job
 from ._shell_text import CATALOG, OUTPUT_CHARS, short_command
@@ -365,6 +365,10 @@ class RunShell(Tool):
             *(os.path.realpath(os.path.expanduser(p)) for p in opts.extra_read_paths),
             *toolchain_dirs(os.environ.get("PATH", ""), home),
         ]
+        # A venv in a root or on PATH whose base interpreter lives under the home.
+        tools = toolchain_dirs(os.environ.get("PATH", ""), home)
+        roots = [str(r) for r in (ctx.cwd, *ctx.read_roots, *ctx.write_roots)]
+        visible += venv_bases([*roots, *tools], home)
         return plan_read_view(
             home=home if opts.confine_reads else None, visible=visible, hidden=ctx.hidden_paths
         )

@@ -133,6 +133,45 @@ def toolchain_dirs(path_env: str, home: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+_VENV_NAMES = (".venv", "venv", "env")
+
+
+def venv_bases(folders: Sequence[str], home: str) -> tuple[str, ...]:
+    """The interpreters under `home` that virtual environments in `folders` are built on.
+
+    A venv's `python` is a symlink to its base interpreter (`home =` in `pyvenv.cfg`), which
+    may live under the hidden home (pyenv, a uv-managed Python in `~/.local/share/uv`): that
+    installation is bound back. Looked for: each folder itself, and its `.venv`, `venv` and
+    `env` folders (a few failed opens per call, not cached: a venv can appear mid-session).
+    """
+    home = os.path.realpath(home)
+    out: list[str] = []
+    for folder in folders:
+        for venv in (folder, *(os.path.join(folder, n) for n in _VENV_NAMES)):
+            base = _venv_home(os.path.join(venv, "pyvenv.cfg"))
+            if base is None:
+                continue
+            real = os.path.realpath(base)
+            # `home` names the interpreter's bin folder: bind its installation.
+            install = os.path.dirname(real) if os.path.basename(real) == "bin" else real
+            if _within(install, home) and install != home:
+                out.append(install)
+    return tuple(dict.fromkeys(out))
+
+
+def _venv_home(cfg: str) -> str | None:
+    try:
+        with open(cfg, encoding="utf-8", errors="replace") as f:
+            text = f.read(4096)
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip().lower() == "home" and os.path.isabs(value.strip()):
+            return value.strip()
+    return None
+
+
 def _existing(paths: Iterable[str]) -> list[tuple[str, bool]]:
     """(path, is a folder) for the hidden paths that exist.
 
