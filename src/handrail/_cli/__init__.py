@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
+import socket
 import sys
 import time
 import types
@@ -290,6 +292,7 @@ async def _until_terminated(command: Coroutine[Any, Any, int]) -> int:
         previous = signal.signal(signal.SIGTERM, terminate)
     except ValueError:  # not the main thread: leave SIGTERM alone
         return await inner
+    wake = _SignalWakeup(loop)
     try:
         return await inner
     except asyncio.CancelledError:
@@ -297,7 +300,38 @@ async def _until_terminated(command: Coroutine[Any, Any, int]) -> int:
             raise
         return 128 + signal.SIGTERM
     finally:
+        wake.close()
         signal.signal(signal.SIGTERM, previous)
+
+
+class _SignalWakeup:
+    """Wake the event loop when a signal lands, whichever thread the kernel gives it to.
+
+    A plain handler runs on the main thread only once that thread runs Python again; when the
+    kernel delivers the signal to another thread (a worker of the default executor) while the
+    main thread sleeps in the loop's select(), nothing would wake it: a prompt waiting for a
+    line would ignore Ctrl-C and SIGTERM. The wakeup fd makes the C-level handler write a
+    byte that the loop is watching.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.read, self.write = socket.socketpair()
+        self.read.setblocking(False)
+        self.write.setblocking(False)
+        self.previous = signal.set_wakeup_fd(self.write.fileno(), warn_on_full_buffer=False)
+        loop.add_reader(self.read.fileno(), self._drain)
+
+    def _drain(self) -> None:
+        with contextlib.suppress(OSError):
+            while self.read.recv(512):
+                pass
+
+    def close(self) -> None:
+        signal.set_wakeup_fd(self.previous)
+        self.loop.remove_reader(self.read.fileno())
+        self.read.close()
+        self.write.close()
 
 
 def _dispatch(args: argparse.Namespace) -> int:
