@@ -39,6 +39,14 @@ from ._tool import JsonSchemaTool as JsonSchemaTool
 from ._tool import Tool as Tool
 from ._tool import tool as tool
 from ._version import __version__ as __version__
+from .display import CallProgress as CallProgress
+from .display import CallStatus as CallStatus
+from .display import CallView as CallView
+from .display import DiffBody as DiffBody
+from .display import Display as Display
+from .display import DisplayGroup as DisplayGroup
+from .display import TableBody as TableBody
+from .display import TextBody as TextBody
 from .errors import ConfigurationError as ConfigurationError
 from .errors import HandrailError as HandrailError
 from .errors import ToolFailure as ToolFailure
@@ -54,8 +62,14 @@ __all__ = [
     "Approval",
     "ApprovalRequest",
     "Batch",
+    "CallProgress",
+    "CallStatus",
+    "CallView",
     "ConfigurationError",
     "Denial",
+    "DiffBody",
+    "Display",
+    "DisplayGroup",
     "ErrorCode",
     "FetchUrl",
     "FileRecord",
@@ -78,6 +92,8 @@ __all__ = [
     "StateUpdate",
     "StreamingExecutor",
     "SwitchMode",
+    "TableBody",
+    "TextBody",
     "Tool",
     "ToolCall",
     "ToolContext",

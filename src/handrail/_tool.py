@@ -20,6 +20,7 @@ from pydantic.fields import FieldInfo
 
 from ._context import ToolContext
 from ._contract import PermissionRequest, ToolKind
+from .display import CallView, Display, default_display
 from .errors import ConfigurationError
 from .validation import ArgsValidator, JsonSchemaArgs, PydanticArgs
 
@@ -189,6 +190,16 @@ class Tool:
     def is_idempotent(self, args: Any) -> bool:
         """The `idempotent` flag for these arguments."""
         return _eval_flag(self.idempotent, args)
+
+    def display(self, view: CallView) -> Display:
+        """How this call looks in `view.status` (running, waiting, done, failed, ...).
+
+        Plain data for any UI: a title, a subtitle, a group, progress and a body. The default
+        is built from the tool's kind, name and result; override it to say more (and start
+        from `super().display(view)`). It must be quick and do no I/O; if it raises, UIs fall
+        back to the default.
+        """
+        return default_display(view, name=self.name, kind=self.kind)
 
     def may_be_read_only(self) -> bool:
         """True unless the tool is never read-only (an input-dependent flag might be)."""

@@ -10,6 +10,7 @@ and batch `resume` go through a `StreamingExecutor` (`_executor.py`) driving the
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,15 @@ from .._context import PermissionMode, Session, StateUpdate
 from .._contract import Approval, Interrupted, ToolCall, ToolResult, make_call
 from .._registry import Registry
 from .._tool import Tool
+from ..display import (
+    CallProgress,
+    CallStatus,
+    CallView,
+    Display,
+    call_arguments,
+    default_display,
+    status_of,
+)
 from ..errors import ConfigurationError
 from ..permissions import Hook, Policy, Settings, is_within
 from ..permissions import load_settings as _load_settings
@@ -302,6 +312,40 @@ class Runtime:
         """Usage notes of the tools shown now, for the system prompt (`Registry.usage_notes`)."""
         return self.registry.usage_notes(provider=provider, session=session or self.session)
 
+    def display(
+        self,
+        call: ToolCall,
+        *,
+        status: CallStatus = CallStatus.RUNNING,
+        result: ToolResult | None = None,
+        progress: CallProgress | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> Display:
+        """How `call` looks now, as its tool describes it (`Tool.display`).
+
+        Never raises: an unknown tool, or a tool whose `display` fails or returns something
+        else, gets the default display built from its name and result.
+        """
+        tool = self.registry.get(call.name)
+        view = CallView(
+            call=call,
+            arguments=call_arguments(call),
+            status=status,
+            result=result,
+            progress=progress,
+            data=data or {},
+            cwd=str(self.cwd),
+        )
+        name = tool.name if tool is not None else call.name
+        if tool is not None:
+            try:
+                shown = tool.display(view)
+            except Exception:
+                shown = None
+            if isinstance(shown, Display):
+                return _finish_display(shown, view, name)
+        return _finish_display(default_display(view, name=name), view, name)
+
     async def call(
         self,
         name: str,
@@ -389,3 +433,25 @@ class Runtime:
     def cancel(self, call_id: str, reason: str = "The call was cancelled.") -> bool:
         """Cancel a running call; its result becomes CANCELLED. False if it is not running."""
         return self._pipeline.cancel(call_id, reason)
+
+
+def _finish_display(shown: Display, view: CallView, name: str) -> Display:
+    # What the runtime knows better than the tool: the status of a finished call, its id,
+    # its duration, and the latest progress while it runs.
+    result = view.result
+    if result is not None:
+        return replace(
+            shown,
+            status=status_of(result),
+            duration=result.duration,
+            tool_name=shown.tool_name or name,
+            call_id=view.call.id,
+            progress=None,
+        )
+    return replace(
+        shown,
+        status=view.status,
+        progress=shown.progress if shown.progress is not None else view.progress,
+        tool_name=shown.tool_name or name,
+        call_id=view.call.id,
+    )
