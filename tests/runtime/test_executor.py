@@ -277,6 +277,32 @@ async def test_approver_answers_inline_in_a_batch() -> None:
     assert [r.content for r in batch] == ["saved x", "read y"]
 
 
+async def test_an_approver_whose_answer_is_cancelled_still_settles_its_call() -> None:
+    # A terminal host cancels the future its approver waits on (the user pressed Ctrl-C at
+    # the question): the call ends CANCELLED and the batch completes instead of hanging.
+    runs: dict[str, int] = {}
+    answers: list[asyncio.Future[Approval]] = []
+
+    async def approver(request: Any) -> Approval:
+        answer: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
+        answers.append(answer)
+        return await answer
+
+    rt = Runtime(Registry(approval_tools(runs)), approver=approver)
+    pending = asyncio.ensure_future(
+        rt.call_many([call("1", "read", label="a"), call("2", "save", label="s")])
+    )
+    async with asyncio.timeout(5):
+        while not answers:
+            await asyncio.sleep(0.01)
+        answers[0].cancel()
+        batch = await pending
+    assert batch.complete
+    assert batch[0].ok
+    assert batch[1].error is ErrorCode.CANCELLED
+    assert runs == {"a": 1}  # the unanswered save never ran
+
+
 async def test_duplicate_call_ids_are_refused() -> None:
     rt = Runtime(Registry(make_tools(Tracker())))
     with pytest.raises(ConfigurationError):

@@ -344,9 +344,17 @@ class StreamingExecutor:
         except asyncio.CancelledError:
             # Cancelled before the tool itself started (during hooks or approval).
             task = asyncio.current_task()
-            if e.run_state.reason is None or task is None or task.uncancel() > 0:
+            if task is not None and task.cancelling() == 0:
+                # Raised from inside the call (a host cancelled the future its approver was
+                # waiting on), not a cancel of this task: the call still gets its one result,
+                # or the batch would wait for it forever.
+                result = self._cancelled(e, say(pipeline.locale, "cancelled"))
+            elif e.run_state.reason is None or task is None or task.uncancel() > 0:
                 raise
-            result = self._cancelled(e, e.run_state.message or say(pipeline.locale, "cancelled"))
+            else:
+                result = self._cancelled(
+                    e, e.run_state.message or say(pipeline.locale, "cancelled")
+                )
         except Exception as exc:  # a bug in handrail itself: still one result per call
             result = fail(
                 e.call,
