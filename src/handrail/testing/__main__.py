@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
+import time
 from types import FrameType
 
 from ._script import load_script
@@ -36,10 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    stop = threading.Event()
+    # A plain flag, not a threading.Event: the handler runs on the main thread, which may
+    # hold the Event's lock inside wait() at that moment (setting it there deadlocks).
+    stopping: list[int] = []
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
+        stopping.append(signum)
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
@@ -53,8 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         print(server.url, flush=True)
-        while not stop.wait(0.2):
-            pass
+        while not stopping:
+            time.sleep(0.2)
     finally:
         server.close()
     requests, problems = server.requests, server.problems
