@@ -303,6 +303,24 @@ async def test_an_approver_whose_answer_is_cancelled_still_settles_its_call() ->
     assert runs == {"a": 1}  # the unanswered save never ran
 
 
+async def test_a_call_cancelled_before_its_task_first_ran_still_gets_a_result() -> None:
+    # A host interrupting right after the model emitted a call (Esc a moment too early): the
+    # call's task exists but has not run yet. The stream must still end, with CANCELLED.
+    tr = Tracker()
+    rt = Runtime(Registry(make_tools(tr)))
+    results: list[Any] = []
+    async with asyncio.timeout(5), rt.stream() as ex:
+        ex.submit(call("1", "read", label="late", seconds=5))
+        ex.close()
+        ex.cancel("1", "stopped by the user")
+        async for item in ex:
+            results.append(item)
+    (result,) = [r for r in results if not isinstance(r, ProgressEvent)]
+    assert result.error is ErrorCode.CANCELLED
+    assert result.content == "stopped by the user"
+    assert "start late" not in tr.events
+
+
 async def test_duplicate_call_ids_are_refused() -> None:
     rt = Runtime(Registry(make_tools(Tracker())))
     with pytest.raises(ConfigurationError):

@@ -72,6 +72,8 @@ class _Entry:
     run_state: RunState | None = None
     resume_with: Approval | None = None
     interrupted: Interrupted | None = None
+    started: bool = False
+    """The call's task has begun to run (a task cancelled before that never runs at all)."""
 
 
 class Batch(Sequence[ToolResult]):
@@ -331,6 +333,7 @@ class StreamingExecutor:
 
     async def _run(self, e: _Entry) -> None:
         assert e.prepared is not None and e.run_state is not None
+        e.started = True
         pipeline = self._pipeline
         try:
             if e.resume_with is not None and e.interrupted is not None:
@@ -390,6 +393,10 @@ class StreamingExecutor:
                 e.run_state.ctx.cancel()
         if e.task is not None and not e.task.done():
             e.task.cancel()
+            if not e.started:
+                # Cancelled before the event loop first ran it: its body (which would record
+                # the cancellation) never runs, so the result is recorded here.
+                e.result, e.state = self._cancelled(e, reason), "completed"
 
     def _cancelled(self, e: _Entry, reason: str) -> ToolResult:
         name = e.prepared.tool.name if e.prepared is not None else e.call.name
