@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ._context import PermissionMode, Session, ToolContext
 from ._contract import ToolKind
 from ._tool import Tool
+from .display import CallView, Display, DisplayGroup, default_display, one_line
 from .errors import ConfigurationError
 
 __all__ = ["Registry", "ToolSearch"]
@@ -270,6 +272,8 @@ class _SearchArgs(BaseModel):
 
 
 _WORD = re.compile(r"[a-z0-9]+")
+_LOADED = re.compile(r"Loaded \d+ tool\(s\); you can call them now: (.+)\.\n")
+"""The first line of a tool_search result that found tools (see `ToolSearch.run`)."""
 
 
 def _words(text: str) -> list[str]:
@@ -296,6 +300,22 @@ class ToolSearch(Tool):
     def __init__(self, registry: Registry) -> None:
         self._registry = registry
         super().__init__()
+
+    def display(self, view: CallView) -> Display:
+        """`Search tools "github issues"` (`Load tools a, b` for `select:`) / what it loaded."""
+        query = view.text("query")
+        if query.startswith("select:"):
+            names = [n.strip() for n in query[len("select:") :].split(",") if n.strip()]
+            title = f"Load tools {', '.join(names) or '?'}"
+        else:
+            title = f'Search tools "{one_line(query, 60) or "?"}"'
+        shown = default_display(view, name=self.name, kind=self.kind)
+        shown = replace(shown, title=one_line(title), group=DisplayGroup.SEARCH)
+        result = view.result
+        if result is None or not result.ok:
+            return shown
+        loaded = _LOADED.match(result.content)
+        return replace(shown, subtitle=one_line(f"loaded {loaded[1]}" if loaded else "no match"))
 
     def rank(self, query: str, max_results: int, provider: str | None = None) -> list[Tool]:
         """Deferred tools for a query, best first (`select:a,b` picks exact names)."""

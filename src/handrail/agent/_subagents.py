@@ -23,10 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._context import Session, ToolContext
 from .._contract import Approval, ApprovalRequest, ErrorCode, ToolKind, ToolResult
 from .._tool import Tool
+from ..display import CallView, Display
 from ..errors import ToolFailure
 from ..permissions import rules_to_allow
 from ._definitions import AgentDefinition, load_definitions
 from ._narrow import narrowed_runtime
+from ._subagent_display import agent_display
 from ._text import say
 
 if TYPE_CHECKING:
@@ -95,6 +97,10 @@ class AgentTool(Tool):
         self.concurrency_safe = self._parallel
         super().__init__()
 
+    def display(self, view: CallView) -> Display:
+        """How a call of this tool looks (`agent_display`)."""
+        return agent_display(view, name=self.name)
+
     def bind(self, parent: Agent) -> None:
         """Start children for `parent` from now on (its model, budget and approvals)."""
         self._parent = parent
@@ -152,8 +158,13 @@ class AgentTool(Tool):
             depth=parent.depth + 1,
         )
 
+        calls = 0
+
         def forward(event: Event) -> None:
+            nonlocal calls
             data = event.to_json()
+            if data.get("type") == "tool_call_finished":
+                calls += 1
             ctx.progress(_progress_line(event, data), agent=label, event=data)
 
         try:
@@ -185,6 +196,7 @@ class AgentTool(Tool):
             "agent_type": definition.name,
             "subtype": result.subtype,
             "turns": result.num_turns,
+            "tool_calls": calls,
             "usage": result.usage.to_json(),
             "cost_usd": result.cost_usd,
             "transcript": str(transcript) if transcript is not None else None,

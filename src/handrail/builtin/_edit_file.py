@@ -18,6 +18,8 @@ from typing import Any, ClassVar, NoReturn
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import (
+    CallView,
+    Display,
     ErrorCode,
     PermissionRequest,
     Tool,
@@ -40,6 +42,7 @@ from ..sandbox import (
     stat_file,
 )
 from ..validation import closest
+from ._displays import edit_display
 from ._i18n import text
 from ._matching import (
     Applied,
@@ -421,6 +424,10 @@ class EditFile(Tool):
         super().__init__(**options)
 
     # -- before any I/O ----------------------------------------------------------------------
+
+    def display(self, view: CallView) -> Display:
+        """How a call of this tool looks (`edit_display`)."""
+        return edit_display(view, name=self.name)
 
     def validate_input(self, args: EditFileArgs, ctx: ToolContext) -> None:
         """Refuse malformed requests: both forms or neither, an empty or unchanged old_string."""

@@ -23,6 +23,8 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from .. import (
+    CallView,
+    Display,
     ErrorCode,
     PermissionRequest,
     ReadPath,
@@ -33,6 +35,7 @@ from .. import (
     ToolResult,
 )
 from ..sandbox import RipgrepRun, SearchRoot, compile_glob, run_ripgrep
+from ._displays import grep_display
 from ._hidden_paths import hidden_filter
 from ._i18n import Catalog, text
 from ._list_files import (
@@ -290,6 +293,10 @@ class GrepSearch(Tool):
     """Seconds before rg is stopped and what it found so far is returned, flagged partial."""
     max_output: int = 32 << 20
     """Bytes of rg output kept; past it the search is stopped and flagged partial."""
+
+    def display(self, view: CallView) -> Display:
+        """How a call of this tool looks (`grep_display`)."""
+        return grep_display(view, name=self.name)
 
     def validate_input(self, args: GrepSearchArgs, ctx: ToolContext) -> str | None:
         """Cheap checks before anything runs."""

@@ -25,6 +25,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from .. import (
+    CallView,
+    Display,
     ErrorCode,
     PermissionRequest,
     ReadPath,
@@ -43,6 +45,7 @@ from ..sandbox import (
     run_ripgrep,
     search_root,
 )
+from ._displays import list_display
 from ._hidden_paths import hidden_filter, refuse_hidden, visible_names
 from ._i18n import Catalog, text
 
@@ -375,6 +378,10 @@ class ListFiles(Tool):
     """Seconds before rg is stopped and the files found so far are returned, flagged."""
     max_output: int = 32 << 20
     """Bytes of rg output kept; past it the listing is stopped and flagged partial."""
+
+    def display(self, view: CallView) -> Display:
+        """How a call of this tool looks (`list_display`)."""
+        return list_display(view, name=self.name)
 
     def validate_input(self, args: ListFilesArgs, ctx: ToolContext) -> str | None:
         """Refuse a malformed glob before anything runs."""

@@ -20,6 +20,8 @@ from typing import Any, ClassVar, cast
 from pydantic import BaseModel, Field
 
 from .. import (
+    CallView,
+    Display,
     ErrorCode,
     PermissionMode,
     PermissionRequest,
@@ -31,6 +33,7 @@ from .. import (
     ToolKind,
     ToolResult,
 )
+from ._displays import enter_plan_display, exit_plan_display
 from ._i18n import text
 
 __all__ = ["EnterPlanMode", "EnterPlanModeArgs", "ExitPlanMode", "ExitPlanModeArgs"]
@@ -142,6 +145,10 @@ class EnterPlanMode(Tool):
     deferred = True
     args_model: ClassVar[type[BaseModel] | None] = EnterPlanModeArgs
 
+    def display(self, view: CallView) -> Display:
+        """How a call of this tool looks (`enter_plan_display`)."""
+        return enter_plan_display(view, name=self.name)
+
     def validate_input(self, args: EnterPlanModeArgs, ctx: ToolContext) -> None:
         """Refuse to enter plan mode twice."""
         if ctx.session.mode is PermissionMode.PLAN:
@@ -203,6 +210,10 @@ class ExitPlanMode(Tool):
     destructive = False
     deferred = True
     args_model: ClassVar[type[BaseModel] | None] = ExitPlanModeArgs
+
+    def display(self, view: CallView) -> Display:
+        """How a call of this tool looks (`exit_plan_display`)."""
+        return exit_plan_display(view, name=self.name)
 
     def validate_input(self, args: ExitPlanModeArgs, ctx: ToolContext) -> None:
         """Refuse outside plan mode, and refuse a blank plan."""

@@ -22,6 +22,8 @@ from typing import Any, ClassVar, cast
 from pydantic import BaseModel, Field
 
 from .. import (
+    CallView,
+    Display,
     ErrorCode,
     PermissionRequest,
     ReadPath,
@@ -43,6 +45,7 @@ from ..sandbox import (
     stat_file,
 )
 from ..validation import closest
+from ._displays import read_display
 from ._hidden_paths import refuse_hidden, visible_names
 from ._i18n import text
 from ._records import digest, record_read, unchanged_range
@@ -260,6 +263,10 @@ class ReadFile(Tool):
         # The tool pages itself: room for the page plus a footer, so the runtime never cuts it.
         options.setdefault("max_result_chars", max_output_chars + 10_000)
         super().__init__(**options)
+
+    def display(self, view: CallView) -> Display:
+        """How a call of this tool looks (`read_display`)."""
+        return read_display(view, name=self.name)
 
     def permission_requests(
         self, args: ReadFileArgs, ctx: ToolContext

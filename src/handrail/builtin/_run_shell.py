@@ -34,6 +34,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from .. import (
+    CallView,
+    Display,
     ErrorCode,
     PermissionRequest,
     RunCommand,
@@ -56,6 +58,7 @@ from ..sandbox import (
     stat_file,
 )
 from ..sandbox._read_view import ReadView, plan_read_view, toolchain_dirs, venv_bases
+from ._displays import shell_display
 from ._i18n import text
 from ._shell_jobs import shell_state, start_job
 from ._shell_text import CATALOG, OUTPUT_CHARS, short_command
@@ -259,6 +262,10 @@ class RunShell(Tool):
         super().__init__(**options)
 
     # Input-dependent flags: a read-only command line runs in parallel and in plan mode.
+    def display(self, view: CallView) -> Display:
+        """How a call of this tool looks (`shell_display`)."""
+        return shell_display(view, name=self.name)
+
     @staticmethod
     def read_only(args: RunShellArgs) -> bool:
         """Read-only when every simple command is on the read-only list (parsed, not guessed)."""

@@ -20,8 +20,19 @@ from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
-from .. import ErrorCode, Session, Tool, ToolContext, ToolFailure, ToolKind, ToolResult
+from .. import (
+    CallView,
+    Display,
+    ErrorCode,
+    Session,
+    Tool,
+    ToolContext,
+    ToolFailure,
+    ToolKind,
+    ToolResult,
+)
 from ..sandbox import OutputCapture, ShellProcess, read_log
+from ._displays import shell_output_display
 from ._i18n import text
 from ._shell_text import CATALOG, OUTPUT_CHARS, short_command
 
@@ -183,6 +194,10 @@ class ShellOutput(Tool):
     destructive = False
     max_result_chars = OUTPUT_CHARS + 2_000
     args_model: ClassVar[type[BaseModel] | None] = ShellOutputArgs
+
+    def display(self, view: CallView) -> Display:
+        """How a call of this tool looks (`shell_output_display`)."""
+        return shell_output_display(view, name=self.name)
 
     @staticmethod
     def read_only(args: ShellOutputArgs) -> bool:

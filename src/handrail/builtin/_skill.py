@@ -31,7 +31,9 @@ import yaml
 from pydantic import BaseModel, Field
 
 from .. import (
+    CallView,
     ConfigurationError,
+    Display,
     ErrorCode,
     Session,
     Tool,
@@ -42,6 +44,7 @@ from .. import (
 )
 from ..permissions import is_trusted, parse_rule, user_settings_path
 from ..validation import closest
+from ._displays import skill_display
 from ._i18n import text
 
 __all__ = ["Skill", "SkillArgs", "SkillInfo", "user_skills_dir"]
@@ -296,6 +299,10 @@ class Skill(Tool):
         """How many skills did not fit in the description's budget."""
         super().__init__(**options)
         self.reload()
+
+    def display(self, view: CallView) -> Display:
+        """How a call of this tool looks (`skill_display`)."""
+        return skill_display(view, name=self.name)
 
     def folders(self) -> list[tuple[Path, Literal["project", "user"]]]:
         """The skills folders searched, project first."""

@@ -13,7 +13,18 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import ErrorCode, Session, Tool, ToolContext, ToolFailure, ToolKind, ToolResult
+from .. import (
+    CallView,
+    Display,
+    ErrorCode,
+    Session,
+    Tool,
+    ToolContext,
+    ToolFailure,
+    ToolKind,
+    ToolResult,
+)
+from ._displays import todo_display
 from ._i18n import text
 
 __all__ = ["TodoItem", "TodoWrite", "TodoWriteArgs"]
@@ -134,6 +145,10 @@ class TodoWrite(Tool):
     destructive = False
     idempotent = True
     args_model: ClassVar[type[BaseModel] | None] = TodoWriteArgs
+
+    def display(self, view: CallView) -> Display:
+        """How a call of this tool looks (`todo_display`)."""
+        return todo_display(view, name=self.name)
 
     def validate_input(self, args: TodoWriteArgs, ctx: ToolContext) -> None:
         """No blank text, unique ids, at most one item in progress; else the list is kept."""

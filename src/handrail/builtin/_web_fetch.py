@@ -32,6 +32,8 @@ from urllib.parse import urljoin
 from pydantic import BaseModel, Field
 
 from .. import (
+    CallView,
+    Display,
     ErrorCode,
     FetchUrl,
     PermissionRequest,
@@ -58,6 +60,7 @@ from ..sandbox import (
     parse_allow_hosts,
     parse_url,
 )
+from ._displays import fetch_display
 from ._i18n import text
 from ._read_file import size_text
 from ._web_content import (
@@ -249,6 +252,10 @@ class WebFetch(Tool):
         super().__init__(**options)
 
     # -- the pipeline hooks ------------------------------------------------------------------
+
+    def display(self, view: CallView) -> Display:
+        """How a call of this tool looks (`fetch_display`)."""
+        return fetch_display(view, name=self.name)
 
     def validate_input(self, args: WebFetchArgs, ctx: ToolContext) -> str | None:
         """Refuse a malformed URL (INVALID_ARGS), or a blocked IP literal (URL_BLOCKED), early."""

@@ -19,6 +19,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from .. import (
+    CallView,
+    Display,
     ErrorCode,
     PermissionRequest,
     Tool,
@@ -43,6 +45,7 @@ from ..sandbox import (
     unified_diff,
 )
 from . import _records
+from ._displays import write_display
 from ._i18n import text
 from ._read_file import MAX_READ_BYTES, kind_key, lines_text, shown_path, size_text
 from ._records import record_write, require_fresh
@@ -178,6 +181,10 @@ class WriteFile(Tool):
         self.max_bytes = max_bytes
         """Existing files larger than this are never replaced (read_file cannot read them)."""
         super().__init__(**options)
+
+    def display(self, view: CallView) -> Display:
+        """How a call of this tool looks (`write_display`)."""
+        return write_display(view, name=self.name)
 
     def validate_input(self, args: WriteFileArgs, ctx: ToolContext) -> str | None:
         """Refuse a path that names a folder (`dir/`) before anything is checked on disk."""

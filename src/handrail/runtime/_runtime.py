@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .._context import PermissionMode, Session, StateUpdate
-from .._contract import Approval, Interrupted, ToolCall, ToolResult, make_call
+from .._contract import Approval, Interrupted, ToolCall, ToolKind, ToolResult, make_call
 from .._registry import Registry
 from .._tool import Tool
 from ..display import (
@@ -344,7 +344,8 @@ class Runtime:
                 shown = None
             if isinstance(shown, Display):
                 return _finish_display(shown, view, name)
-        return _finish_display(default_display(view, name=name), view, name)
+        kind = tool.kind if tool is not None else ToolKind.OTHER  # a failed display keeps its group
+        return _finish_display(default_display(view, name=name, kind=kind), view, name)
 
     async def call(
         self,
