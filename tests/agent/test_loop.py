@@ -476,7 +476,12 @@ async def test_stream_json_events_have_a_stable_shape(
     assert started == {
         "type": "tool_call_started",
         "call": {"id": "call_1", "name": "read_file", "arguments": '{"file_path":"greet.py"}'},
+        "display": {"title": "Read greet.py", "subtitle": "", "status": "running", "group": "read"},
     }
+    finished = rec.of("tool_call_finished")[0]
+    assert set(finished) == {"type", "result", "display"}
+    assert finished["display"]["status"] == "done"
+    assert finished["display"]["title"] == "Read greet.py"
     ended = rec.of("turn_ended")[0]
     assert set(ended) == {"type", "turn", "stop", "text", "calls", "usage", "context_tokens"}
     assert ended["stop"] == "tool_calls" and ended["usage"]["requests"] == 1
@@ -640,3 +645,127 @@ async def test_a_cost_budget_fails_closed_on_a_model_without_prices(
     assert result.subtype == "error_budget" and "cannot be checked" in result.error
     assert len(server.requests) == 1
     assert any(e.type == "notice" and "cost budget cannot" in e.to_json()["text"] for e in events)
+
+
+# -- displays in the event stream, and switching conversations (the terminal's needs) ----------
+
+
+async def test_tool_events_carry_each_calls_display_in_every_state(
+    workspace: Path, server: ModelServer, client: Any
+) -> None:
+    server.push(
+        Reply(
+            tool_calls=[
+                ToolUse(
+                    "edit_file",
+                    {"file_path": "greet.py", "old_string": "Hello", "new_string": "Hi"},
+                    id="e1",
+                ),
+            ]
+        ),
+        Reply(tool_calls=[ToolUse("read_file", {"file_path": "greet.py"}, id="r1")]),
+        Reply(
+            tool_calls=[
+                ToolUse(
+                    "edit_file",
+                    {"file_path": "greet.py", "old_string": "Hello", "new_string": "Hi"},
+                    id="e2",
+                ),
+            ]
+        ),
+        Reply(text="Done."),
+    )
+    rec = Recorder()
+    asked: list[ApprovalAsked] = []
+
+    async def approver(event: ApprovalAsked) -> Approval:
+        asked.append(event)
+        return Approval.allow_once()
+
+    agent = Agent(
+        client(), coding_runtime(workspace, mode="default"), approver=approver, save=False
+    )
+    async with asyncio.timeout(10):
+        result = await agent.run("edit it", on_event=rec)
+    assert result.subtype == "success"
+    started = {e["call"]["id"]: e["display"] for e in rec.of("tool_call_started")}
+    finished = {e["result"]["call_id"]: e["display"] for e in rec.of("tool_call_finished")}
+    assert started["r1"]["status"] == "running"
+    assert started["r1"]["group"] == "read"
+    # The first edit was refused (not read yet): it shows failed, with the reason in a line.
+    assert finished["e1"]["status"] == "failed"
+    assert "read" in finished["e1"]["subtitle"].lower()
+    assert finished["r1"]["status"] == "done"
+    # The approval shows what the edit will do before it runs; the finished call, what it did.
+    (waiting,) = [e for e in rec.of("approval_asked") if e["call"]["id"] == "e2"]
+    assert waiting["display"]["status"] == "waiting"
+    assert "-" in waiting["display"]["body"]["diff"] and "Hi" in waiting["display"]["body"]["diff"]
+    assert asked[0].display is not None and asked[0].display.group.value == "edit"
+    done = finished["e2"]
+    assert done["status"] == "done"
+    assert (done["body"]["added"], done["body"]["removed"]) == (1, 1)
+    assert server.problems == []
+
+
+async def test_clear_starts_a_new_session_and_forgets_what_was_read(
+    workspace: Path, server: ModelServer, client: Any, tmp_path: Path
+) -> None:
+    server.push(
+        Reply(tool_calls=[ToolUse("read_file", {"file_path": "greet.py"})]),
+        Reply(text="Read it."),
+        Reply(text="Fresh start."),
+    )
+    rt = coding_runtime(workspace)
+    agent = Agent(client(), rt, transcript=tmp_path / "first.jsonl")
+    async with asyncio.timeout(10):
+        await agent.run("read greet.py")
+    first = agent.session_id
+    assert rt.session.files  # the read is recorded
+    new = agent.clear()
+    assert new != first and rt.session.id == new
+    assert agent.messages == [] and not rt.session.files
+    async with asyncio.timeout(10):
+        await agent.run("hello again")
+    # The new conversation went to the model alone, and into a transcript of its own.
+    assert "read greet.py" not in tool_results_sent(server)
+    assert agent.transcript_path is not None and new in agent.transcript_path.name
+    await agent.aclose()
+
+
+async def test_switch_to_carries_a_saved_session_on(
+    workspace: Path, server: ModelServer, client: Any, tmp_path: Path
+) -> None:
+    from handrail.agent import load_session
+
+    server.push(Reply(text="The first answer."), Reply(text="Other."), Reply(text="Carried on."))
+    path = tmp_path / "saved.jsonl"
+    first = Agent(client(), coding_runtime(workspace), transcript=path)
+    async with asyncio.timeout(10):
+        await first.run("remember the word kestrel")
+    await first.aclose()
+    agent = Agent(client(), coding_runtime(workspace), save=False)
+    async with asyncio.timeout(10):
+        await agent.run("something else")
+    agent.switch_to(load_session(path), own=False)
+    async with asyncio.timeout(10):
+        await agent.run("what was the word?")
+    sent = tool_results_sent(server)
+    assert "kestrel" in sent and "something else" not in sent
+    assert server.problems == []
+
+
+async def test_set_model_uses_the_new_model_from_the_next_turn(
+    workspace: Path, server: ModelServer, client: Any
+) -> None:
+    server.push(Reply(text="one"), Reply(text="two"))
+    first = client("openai_chat")
+    agent = Agent(first, coding_runtime(workspace), save=False)
+    async with asyncio.timeout(10):
+        await agent.run("a")
+    previous = agent.set_model(first.with_model("second-model"))
+    assert previous is first
+    await previous.aclose()
+    async with asyncio.timeout(10):
+        await agent.run("b")
+    await agent.aclose()
+    assert [r.body["model"] for r in server.requests] == [first.model, "second-model"]

@@ -4,7 +4,9 @@ A model client speaks one wire format (`openai_chat`, `openai_responses`, `anthr
 `gemini`) over plain httpx with streaming; the `Agent` loop sends the conversation, hands each
 tool call to the `Runtime` the moment its arguments are complete (so tools run while the model
 is still writing), and sends the results back, until the model answers. Everything a front end
-shows comes from one typed event stream; nothing renders here.
+shows comes from one typed event stream, whose tool events carry each call's `Display`; the
+loop renders nothing. The terminal front end (`handrail chat`) lives in `_terminal`, the only
+place that imports rich's live display and prompt_toolkit.
 
 ```python
 from handrail import Registry, Runtime

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
 from .._contract import Approval, ApprovalRequest, ToolCall, ToolResult
+from ..display import Display
 from ._conversation import AssistantMessage, Usage, result_to_json
 
 __all__ = [
@@ -47,6 +48,12 @@ def _call_json(call: ToolCall) -> dict[str, Any]:
         "name": call.name,
         "arguments": args if isinstance(args, str) else dict(args),
     }
+
+
+def _with_display(out: dict[str, Any], display: Display | None) -> dict[str, Any]:
+    if display is not None:
+        out["display"] = display.to_json()
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,9 +136,11 @@ class ToolCallStarted(Event):
 
     type: ClassVar[str] = "tool_call_started"
     call: ToolCall
+    display: Display | None = None
+    """How the call looks (`Tool.display`), for any front end."""
 
     def _fields(self) -> dict[str, Any]:
-        return {"call": _call_json(self.call)}
+        return _with_display({"call": _call_json(self.call)}, self.display)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,6 +152,17 @@ class ToolCallProgress(Event):
     tool_name: str
     message: str
     data: dict[str, Any] = field(default_factory=dict[str, Any])
+    display: Display | None = None
+    """How the running call looks now, progress included."""
+
+    def _fields(self) -> dict[str, Any]:
+        out = {
+            "call_id": self.call_id,
+            "tool_name": self.tool_name,
+            "message": self.message,
+            "data": self.data,
+        }
+        return _with_display(out, self.display)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,9 +171,11 @@ class ToolCallFinished(Event):
 
     type: ClassVar[str] = "tool_call_finished"
     result: ToolResult
+    display: Display | None = None
+    """How the finished call looks: status, summary, diff or output head and tail."""
 
     def _fields(self) -> dict[str, Any]:
-        return {"result": result_to_json(self.result)}
+        return _with_display({"result": result_to_json(self.result)}, self.display)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -166,16 +188,19 @@ class ApprovalAsked(Event):
     type: ClassVar[str] = "approval_asked"
     request: ApprovalRequest
     agent: str = "main"
+    display: Display | None = None
+    """The call as it would run (the proposed diff of an edit, the command of a shell call)."""
 
     def _fields(self) -> dict[str, Any]:
         r = self.request
-        return {
+        out = {
             "agent": self.agent,
             "call": _call_json(r.call),
             "tool_name": r.tool_name,
             "reason": r.reason,
             "suggested_rules": list(r.suggested_rules),
         }
+        return _with_display(out, self.display)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -29,6 +29,7 @@ from .._contract import (
     ToolCall,
     ToolResult,
 )
+from ..display import CallProgress, CallStatus
 from ..errors import ConfigurationError, ModelError
 from ..permissions import rules_to_allow, user_settings_path
 from ..runtime import ApproverFunc, Runtime
@@ -71,6 +72,7 @@ from ._events import (
 )
 from ._prompt import project_instructions, system_prompt
 from ._sessions import (
+    SavedSession,
     Transcript,
     now_iso,
     project_dir,
@@ -205,6 +207,7 @@ class Agent:
         self._task: asyncio.Task[Any] | None = None
         self._interrupting = False
         self._history: list[list[str | None]] = []
+        self._started: dict[str, tuple[ToolCall, float]] = {}
         self._entries: dict[str, list[str | None]] = {}
         self._context_base = 0
         self._context_index = 0
@@ -379,6 +382,13 @@ class Agent:
             self.transcript.close()
         await self.client.aclose()
 
+    def set_model(self, model: Model) -> Model:
+        """Use another model from the next turn on (`/model`); returns the previous one."""
+        self._check_idle()
+        previous, self.client = self.client, model
+        self._context_base, self._context_index = 0, 0
+        return previous
+
     # -- one turn ----------------------------------------------------------------------------
 
     async def _turn(self, turn: int) -> AssistantMessage:
@@ -477,7 +487,8 @@ class Agent:
         if not call.id or any(c.id == call.id for c in calls):
             call = replace(call, id=f"call_{uuid.uuid4().hex[:12]}")
         calls.append(call)
-        self._emit(ToolCallStarted(call=call))
+        self._started[call.id] = (call, time.monotonic())
+        self._emit(ToolCallStarted(call=call, display=self.runtime.display(call)))
         refusal: str | None = None
         if self._no_tools:
             refusal = say(self._locale, "no_tools_now")
@@ -499,7 +510,7 @@ class Agent:
             tool_name=call.name,
         )
         results[call.id] = result
-        self._emit(ToolCallFinished(result=result))
+        self._finished(result)
 
     def _repeats(self, call: ToolCall) -> int:
         """How many calls just before this one were the same, with the same known results."""
@@ -518,17 +529,32 @@ class Agent:
     async def _drain(self, ex: Any, results: dict[str, ToolResult]) -> None:
         async for item in ex:
             if isinstance(item, ProgressEvent):
+                started = self._started.get(item.call_id)
+                display = None
+                if started is not None:
+                    display = self.runtime.display(
+                        started[0],
+                        progress=CallProgress(elapsed=time.monotonic() - started[1]),
+                        data=item.data,
+                    )
                 self._emit(
                     ToolCallProgress(
                         call_id=item.call_id,
                         tool_name=item.tool_name,
                         message=item.message,
                         data=dict(item.data),
+                        display=display,
                     )
                 )
                 continue
             results[item.call_id] = item
-            self._emit(ToolCallFinished(result=item))
+            self._finished(item)
+
+    def _finished(self, result: ToolResult) -> None:
+        started = self._started.pop(result.call_id, None)
+        call = started[0] if started is not None else ToolCall(id=result.call_id, name="?")
+        display = self.runtime.display(call, result=result)
+        self._emit(ToolCallFinished(result=result, display=display))
 
     def _finish_turn(
         self,
@@ -549,7 +575,7 @@ class Agent:
                     call_id=call.id,
                     tool_name=call.name,
                 )
-                self._emit(ToolCallFinished(result=r))
+                self._finished(r)
             answered.append(r)
         for call, r in zip(calls, answered, strict=True):
             entry = self._entries.pop(call.id, None)
@@ -716,7 +742,11 @@ class Agent:
         agent = request.agent or self.name
         if self.approver is None and self._upstream is not None:
             return await self._upstream(replace(request, agent=agent))
-        asked = ApprovalAsked(request=request, agent=agent)
+        asked = ApprovalAsked(
+            request=request,
+            agent=agent,
+            display=self.runtime.display(request.call, status=CallStatus.WAITING),
+        )
         self._emit(asked)
         self._write({"type": "event", "event": asked.to_json()})
         if self.approver is not None:
@@ -741,8 +771,11 @@ class Agent:
         return self.runtime.locale
 
     def _start(self) -> None:
-        if self.system is not None:
-            return
+        if self.system is None:
+            self._first_start()
+        self._open_transcript()
+
+    def _first_start(self) -> None:
         project = project_instructions(self.runtime.cwd, user_dir=user_dir())
         self.notices.extend(project.notices)
         tool = self.runtime.registry.get("agent")
@@ -758,27 +791,31 @@ class Agent:
             instructions=self.instructions,
             project=project,
         )
-        path = self.transcript_path
-        if path is not None and self.transcript is None:
-            self.transcript = Transcript(path, append=path.exists())
-            if path.stat().st_size == 0:
-                self._write(
-                    {
-                        "type": "session",
-                        "version": 1,
-                        "id": self.session_id,
-                        "root": str(self.runtime.root),
-                        "cwd": str(self.runtime.cwd),
-                        "model": self.client.spec,
-                        "base_url": getattr(self.client, "base_url", None),
-                        "api_key_env": getattr(self.client, "api_key_env", None),
-                        "agent": self.name,
-                        "created": now_iso(),
-                    }
-                )
+        self._open_transcript()
         for text in self.notices:
             self._emit(Notice(text=text, level="warning"))
             self._write({"type": "event", "event": Notice(text=text, level="warning").to_json()})
+
+    def _open_transcript(self) -> None:
+        path = self.transcript_path
+        if path is None or self.transcript is not None:
+            return
+        self.transcript = Transcript(path, append=path.exists())
+        if path.stat().st_size == 0:
+            self._write(
+                {
+                    "type": "session",
+                    "version": 1,
+                    "id": self.session_id,
+                    "root": str(self.runtime.root),
+                    "cwd": str(self.runtime.cwd),
+                    "model": self.client.spec,
+                    "base_url": getattr(self.client, "base_url", None),
+                    "api_key_env": getattr(self.client, "api_key_env", None),
+                    "agent": self.name,
+                    "created": now_iso(),
+                }
+            )
 
     def _append(self, message: Message) -> None:
         self.messages.append(message)
@@ -809,6 +846,48 @@ class Agent:
             self._emit_fn(event)
         except Exception:
             logger.exception("an on_event callback raised")
+
+    def clear(self) -> str:
+        """Start a new conversation in a new session (its own transcript); returns its id.
+
+        The runtime's session keeps its mode and rules; what the model read is forgotten, so
+        a file must be read again before it is changed.
+        """
+        self._check_idle()
+        self._close_transcript()
+        self.runtime.session.id = uuid.uuid4().hex
+        self.session_id = self.runtime.session.id
+        self.runtime.session.files.clear()
+        self.messages = []
+        self._history.clear()
+        self._context_base, self._context_index = 0, 0
+        return self.session_id
+
+    def switch_to(self, saved: SavedSession, *, own: bool = True) -> None:
+        """Carry on a saved session in place of the current conversation (`/resume`).
+
+        Only the user's own transcript (`own`) brings back its state (mode, files read,
+        session rules) and is appended to; one from elsewhere brings only its conversation.
+        """
+        self._check_idle()
+        self._close_transcript()
+        if own:
+            self.runtime.session.id = saved.id
+            self.session_id = saved.id
+            self._transcript_path = saved.path
+        self.runtime.session.files.clear()
+        self._history.clear()
+        self.restore(saved.messages, saved.state if own else None)
+
+    def _check_idle(self) -> None:
+        if self._task is not None and not self._task.done():
+            raise ConfigurationError("this agent is running; wait for the run to end")
+
+    def _close_transcript(self) -> None:
+        if self.transcript is not None:
+            self.transcript.close()
+        self.transcript = None
+        self._transcript_path = None
 
     def restore(self, messages: list[Message], state: dict[str, Any] | None) -> None:
         """Carry on a saved conversation (`load_session`); `state` restores the session too."""

@@ -45,6 +45,7 @@ __all__ = [
     "latest_session",
     "load_session",
     "project_dir",
+    "recent_sessions",
     "restore_state",
     "session_state",
     "state_dir",
@@ -266,6 +267,17 @@ def latest_session(root: Path, base: Path | None = None) -> Path | None:
     if not files:
         return None
     return max(files, key=lambda p: (p.stat().st_mtime_ns, p.name))
+
+
+def recent_sessions(root: Path, limit: int = 10, base: Path | None = None) -> list[Path]:
+    """This workspace's top-level sessions, the most recently written first."""
+    folder = project_dir(root, base)
+    try:
+        files = [p for p in folder.glob("*.jsonl") if "--" not in p.stem]
+        dated = [(p.stat().st_mtime_ns, p.name, p) for p in files]
+    except OSError:
+        return []
+    return [p for _, _, p in sorted(dated, reverse=True)[:limit]]
 
 
 def find_session(root: Path, ref: str, base: Path | None = None) -> Path:
