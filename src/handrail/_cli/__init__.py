@@ -1,5 +1,6 @@
-"""The `handrail` command: tools, call, run, serve, trust, and a demo.
+"""The `handrail` command: chat, tools, call, run, serve, trust, and a demo.
 
+`handrail chat` (or `handrail` alone on a terminal) is the interactive coding agent;
 `handrail demo` shows the runtime at work with no model and no API key; `handrail tools` lists
 the tools a model would see; `handrail call` makes one call through the whole pipeline;
 `handrail run` runs the agent headless on one prompt; `handrail serve` is the MCP server;
@@ -195,7 +196,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The main parser, and each subcommand's (whose errors name the subcommand)."""
-    from . import _call, _run, _serve, _tools, _trust
+    from . import _call, _chat, _run, _serve, _tools, _trust
     from ._common import add_common_options
 
     parser = _Parser(
@@ -210,7 +211,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
             "demo", help="run a scripted demo of the runtime (no model, no API key)"
         )
     }
-    for module in (_tools, _call, _run, _serve):
+    for module in (_chat, _tools, _call, _run, _serve):
         command = module.add_parser(sub)
         add_common_options(command)
         commands[command.prog.split()[-1]] = command
@@ -242,6 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `handrail` console script."""
     _without_httpx_cli()
     parser, commands = _parser()
+    argv = _default_command(list(sys.argv[1:] if argv is None else argv), commands)
     # parse_known_args, so that `call` accepts options after its key=value arguments too.
     args, extra = parser.parse_known_args(argv)
     if extra:
@@ -263,6 +265,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run(args)
     return _dispatch(args)
+
+
+def _default_command(argv: list[str], commands: dict[str, argparse.ArgumentParser]) -> list[str]:
+    """`handrail` alone on a terminal, or with only chat options, means `handrail chat`."""
+    if argv and (argv[0] in commands or argv[0] in ("-h", "--help", "--version")):
+        return argv
+    if not argv:
+        from ._chat import is_interactive
+
+        return ["chat"] if is_interactive() else argv
+    return ["chat", *argv] if argv[0].startswith("-") else argv
 
 
 def _quiet_stdout() -> None:
@@ -347,6 +360,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             from ._call import run
         elif args.command == "run":
             from ._run import run
+        elif args.command == "chat":
+            from ._chat import run
         else:
             from ._serve import run
         return asyncio.run(_until_terminated(run(args, opts)))

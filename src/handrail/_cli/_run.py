@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import signal
 import sys
 from dataclasses import replace
@@ -54,19 +55,7 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
         "2 usage error, 53 turn limit, 54 budget spent, 130 interrupted.",
     )
     parser.add_argument("prompt", nargs="?", help="the task (default: read from stdin)")
-    parser.add_argument(
-        "--model",
-        metavar="PROVIDER:MODEL",
-        help="e.g. anthropic:claude-sonnet-4-5, openai:gpt-5, deepseek:deepseek-chat, "
-        "ollama:qwen3, or a wire format (openai_chat, openai_responses, anthropic, gemini) "
-        "with --base-url",
-    )
-    parser.add_argument("--base-url", metavar="URL", help="the model API's root URL")
-    parser.add_argument(
-        "--api-key-env",
-        metavar="NAME",
-        help="the environment variable holding the API key (default: the provider's usual one)",
-    )
+    add_model_options(parser)
     parser.add_argument(
         "--output-format",
         choices=("text", "json", "stream-json"),
@@ -74,35 +63,33 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
         help="text: the answer on stdout, progress on stderr; json: one result object; "
         "stream-json: every event as a JSON line",
     )
-    parser.add_argument(
-        "--max-turns",
-        type=int,
-        default=DEFAULT_MAX_TURNS,
-        metavar="N",
-        help=f"most model turns (default {DEFAULT_MAX_TURNS})",
-    )
-    parser.add_argument(
-        "--max-budget-tokens", type=int, metavar="N", help="stop once N tokens were used"
-    )
-    parser.add_argument(
-        "--max-budget-usd",
-        type=float,
-        metavar="USD",
-        help="stop once this much was spent (models with known prices)",
-    )
+    add_agent_options(parser, max_turns=DEFAULT_MAX_TURNS)
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--resume", metavar="ID", help="carry on the session with this id")
-    group.add_argument(
-        "--continue",
-        dest="continue_",
-        action="store_true",
-        help="carry on the latest session of this workspace",
-    )
+    add_session_options(group)
     group.add_argument(
         "--replay",
         metavar="TRANSCRIPT",
         help="play a saved session's model responses back, run the tools anew, and report "
         "where the results now differ (no model needed)",
+    )
+    parser.add_argument("--no-save", action="store_true", help="do not write a session transcript")
+    return parser
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """--model, --base-url, --api-key-env, --timeout, --no-stream (run and chat)."""
+    parser.add_argument(
+        "--model",
+        metavar="PROVIDER:MODEL",
+        help="e.g. anthropic:claude-sonnet-4-5, openai:gpt-5, deepseek:deepseek-chat, "
+        "ollama:qwen3, or a wire format (openai_chat, openai_responses, anthropic, gemini) "
+        "with --base-url (default: $HANDRAIL_MODEL)",
+    )
+    parser.add_argument("--base-url", metavar="URL", help="the model API's root URL")
+    parser.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="the environment variable holding the API key (default: the provider's usual one)",
     )
     parser.add_argument(
         "--timeout",
@@ -114,8 +101,37 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-stream", action="store_true", help="ask for whole responses instead of streams"
     )
-    parser.add_argument("--no-save", action="store_true", help="do not write a session transcript")
-    return parser
+
+
+def add_agent_options(parser: argparse.ArgumentParser, *, max_turns: int | None) -> None:
+    """--max-turns and the budgets (run and chat)."""
+    parser.add_argument(
+        "--max-turns",
+        type=int,
+        default=max_turns,
+        metavar="N",
+        help=f"most model turns per message (default {max_turns or 'no limit'})",
+    )
+    parser.add_argument(
+        "--max-budget-tokens", type=int, metavar="N", help="stop once N tokens were used"
+    )
+    parser.add_argument(
+        "--max-budget-usd",
+        type=float,
+        metavar="USD",
+        help="stop once this much was spent (models with known prices)",
+    )
+
+
+def add_session_options(group: Any) -> None:
+    """--resume and --continue (run and chat)."""
+    group.add_argument("--resume", metavar="ID", help="carry on the session with this id")
+    group.add_argument(
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="carry on the latest session of this workspace",
+    )
 
 
 def _prompt(ns: argparse.Namespace, stdin: TextIO) -> str | None:
@@ -126,17 +142,17 @@ def _prompt(ns: argparse.Namespace, stdin: TextIO) -> str | None:
     return stdin.read()
 
 
-def _client(ns: argparse.Namespace, header: dict[str, Any] | None) -> Any:
+def make_client(ns: argparse.Namespace, header: dict[str, Any] | None) -> Any:
     from ..agent import ModelClient
 
-    spec = ns.model
+    spec = ns.model or os.environ.get("HANDRAIL_MODEL") or None
     options: dict[str, Any] = {"timeout": ns.timeout, "stream": not ns.no_stream}
     if ns.base_url:
         options["base_url"] = ns.base_url
         options.setdefault("key_required", False)
     if ns.api_key_env:
         options["api_key_env"] = ns.api_key_env
-    if spec is None and header is not None:
+    if not ns.model and header is not None and header.get("model"):
         # The user's own session: the same provider, endpoint and key variable as before.
         spec = str(header.get("model") or "")
         if header.get("base_url") and not ns.base_url:
@@ -145,16 +161,17 @@ def _client(ns: argparse.Namespace, header: dict[str, Any] | None) -> Any:
             options["api_key_env"] = header["api_key_env"]
     if not spec:
         raise CliError(
-            "--model PROVIDER:MODEL is required (e.g. --model anthropic:claude-sonnet-4-5)"
+            "--model PROVIDER:MODEL is required (e.g. --model anthropic:claude-sonnet-4-5), or "
+            "set HANDRAIL_MODEL"
         )
     return ModelClient.from_spec(spec, **options)
 
 
-def _saved(ns: argparse.Namespace, root: Path) -> SavedSession | None:
+def saved_session(ns: argparse.Namespace, root: Path) -> SavedSession | None:
     """The session to replay or carry on, if the options name one."""
     from ..agent import find_session, latest_session, load_session
 
-    if ns.replay:
+    if getattr(ns, "replay", None):
         return load_session(Path(ns.replay).expanduser())
     if not (ns.resume or ns.continue_):
         return None
@@ -171,8 +188,6 @@ def hide_key(client: Any, named: str | None) -> None:
     one is read into the client now and removed from this process's environment, so no shell
     command, hook or server started later can read it.
     """
-    import os
-
     if named and named in os.environ:
         client.set_api_key(os.environ.pop(named))
 
@@ -182,7 +197,7 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
     from ..agent import Agent, ModelClient, is_own_session
 
     prompt = None if ns.replay else _prompt(ns, sys.stdin)
-    saved = _saved(ns, opts.root)
+    saved = saved_session(ns, opts.root)
     if not ns.replay and not (prompt or "").strip():
         raise CliError("no prompt: give it as an argument or on stdin")
     if ns.max_turns < 1:
@@ -202,7 +217,7 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
                 f"{saved.path} is not one of your saved sessions: name the model to continue it "
                 "with --model (and --base-url)"
             )
-        client = _client(ns, saved.header if own and saved is not None else None)
+        client = make_client(ns, saved.header if own and saved is not None else None)
     if isinstance(client, ModelClient):
         hide_key(client, ns.api_key_env)
         if ns.max_budget_usd is not None and client.info.prices is None:
