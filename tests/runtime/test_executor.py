@@ -282,10 +282,12 @@ async def test_an_approver_whose_answer_is_cancelled_still_settles_its_call() ->
     # the question): the call ends CANCELLED and the batch completes instead of hanging.
     runs: dict[str, int] = {}
     answers: list[asyncio.Future[Approval]] = []
+    asked = asyncio.Event()
 
     async def approver(request: Any) -> Approval:
         answer: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
         answers.append(answer)
+        asked.set()
         return await answer
 
     rt = Runtime(Registry(approval_tools(runs)), approver=approver)
@@ -293,8 +295,7 @@ async def test_an_approver_whose_answer_is_cancelled_still_settles_its_call() ->
         rt.call_many([call("1", "read", label="a"), call("2", "save", label="s")])
     )
     async with asyncio.timeout(5):
-        while not answers:
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(asked.wait(), 5)
         answers[0].cancel()
         batch = await pending
     assert batch.complete
