@@ -12,52 +12,63 @@ Layers (imports flow one way): `_contract` (values) -> `display` (how a call loo
 
 from __future__ import annotations
 
-from ._context import FileRecord as FileRecord
-from ._context import PermissionMode as PermissionMode
-from ._context import Session as Session
-from ._context import StateUpdate as StateUpdate
-from ._context import ToolContext as ToolContext
-from ._contract import Approval as Approval
-from ._contract import ApprovalRequest as ApprovalRequest
-from ._contract import Denial as Denial
-from ._contract import ErrorCode as ErrorCode
-from ._contract import FetchUrl as FetchUrl
-from ._contract import Interrupted as Interrupted
-from ._contract import PermissionRequest as PermissionRequest
-from ._contract import ProgressEvent as ProgressEvent
-from ._contract import ReadPath as ReadPath
-from ._contract import RunCommand as RunCommand
-from ._contract import SwitchMode as SwitchMode
-from ._contract import ToolCall as ToolCall
-from ._contract import ToolKind as ToolKind
-from ._contract import ToolResult as ToolResult
-from ._contract import ValidationIssue as ValidationIssue
-from ._contract import WritePath as WritePath
-from ._registry import Registry as Registry
-from ._tool import Flag as Flag
-from ._tool import FunctionTool as FunctionTool
-from ._tool import JsonSchemaTool as JsonSchemaTool
-from ._tool import Tool as Tool
-from ._tool import tool as tool
-from ._version import __version__ as __version__
-from .display import CallProgress as CallProgress
-from .display import CallStatus as CallStatus
-from .display import CallView as CallView
-from .display import DiffBody as DiffBody
-from .display import Display as Display
-from .display import DisplayGroup as DisplayGroup
-from .display import TableBody as TableBody
-from .display import TextBody as TextBody
-from .errors import ConfigurationError as ConfigurationError
-from .errors import HandrailError as HandrailError
-from .errors import ToolFailure as ToolFailure
-from .permissions import Hook as Hook
-from .permissions import HookEvent as HookEvent
-from .permissions import HookResponse as HookResponse
-from .permissions import Settings as Settings
-from .runtime import Batch as Batch
-from .runtime import Runtime as Runtime
-from .runtime import StreamingExecutor as StreamingExecutor
+import gc as _gc
+
+# Importing handrail (and pydantic under it) creates tens of thousands of objects, none of
+# them garbage; the collector would walk them several times on the way (about a fifth of the
+# import). It is paused for the import and resumed as it was.
+_collecting = _gc.isenabled()
+_gc.disable()
+try:
+    from ._context import FileRecord as FileRecord
+    from ._context import PermissionMode as PermissionMode
+    from ._context import Session as Session
+    from ._context import StateUpdate as StateUpdate
+    from ._context import ToolContext as ToolContext
+    from ._contract import Approval as Approval
+    from ._contract import ApprovalRequest as ApprovalRequest
+    from ._contract import Denial as Denial
+    from ._contract import ErrorCode as ErrorCode
+    from ._contract import FetchUrl as FetchUrl
+    from ._contract import Interrupted as Interrupted
+    from ._contract import PermissionRequest as PermissionRequest
+    from ._contract import ProgressEvent as ProgressEvent
+    from ._contract import ReadPath as ReadPath
+    from ._contract import RunCommand as RunCommand
+    from ._contract import SwitchMode as SwitchMode
+    from ._contract import ToolCall as ToolCall
+    from ._contract import ToolKind as ToolKind
+    from ._contract import ToolResult as ToolResult
+    from ._contract import ValidationIssue as ValidationIssue
+    from ._contract import WritePath as WritePath
+    from ._registry import Registry as Registry
+    from ._tool import Flag as Flag
+    from ._tool import FunctionTool as FunctionTool
+    from ._tool import JsonSchemaTool as JsonSchemaTool
+    from ._tool import Tool as Tool
+    from ._tool import tool as tool
+    from ._version import __version__ as __version__
+    from .display import CallProgress as CallProgress
+    from .display import CallStatus as CallStatus
+    from .display import CallView as CallView
+    from .display import DiffBody as DiffBody
+    from .display import Display as Display
+    from .display import DisplayGroup as DisplayGroup
+    from .display import TableBody as TableBody
+    from .display import TextBody as TextBody
+    from .errors import ConfigurationError as ConfigurationError
+    from .errors import HandrailError as HandrailError
+    from .errors import ToolFailure as ToolFailure
+    from .permissions import Hook as Hook
+    from .permissions import HookEvent as HookEvent
+    from .permissions import HookResponse as HookResponse
+    from .permissions import Settings as Settings
+    from .runtime import Batch as Batch
+    from .runtime import Runtime as Runtime
+    from .runtime import StreamingExecutor as StreamingExecutor
+finally:
+    if _collecting:
+        _gc.enable()
 
 __all__ = [
     "Approval",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import socket
@@ -242,10 +243,22 @@ def _without_httpx_cli() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `handrail` console script."""
     _without_httpx_cli()
+    # The collector is paused while the command imports and builds what lives as long as the
+    # process; `chat` and `run` freeze that and resume it once set up, the rest resume it now.
+    gc.disable()
+    try:
+        return _main(argv)
+    finally:
+        gc.enable()
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser, commands = _parser()
     argv = _default_command(list(sys.argv[1:] if argv is None else argv), commands)
     # parse_known_args, so that `call` accepts options after its key=value arguments too.
     args, extra = parser.parse_known_args(argv)
+    if args.command not in ("chat", "run"):
+        gc.enable()
     if extra:
         if args.command != "call" or any(e.startswith("-") and e != "-" for e in extra):
             command = commands.get(args.command or "", parser)

@@ -103,7 +103,6 @@ async def _chat(ns: argparse.Namespace, opts: CommonOptions) -> int:
         return made
 
     tools = await load_tool_set(opts)
-    gc.freeze()  # what is loaded lives as long as the session (see `run`)
     try:
         rt = make_runtime(opts, tools.registry)
         if opts.mode is None and saved is None:
@@ -139,10 +138,11 @@ async def _chat(ns: argparse.Namespace, opts: CommonOptions) -> int:
                 version=__version__,
             ),
         )
+        # What is loaded lives as long as the session: keep the collector from walking it.
+        gc.freeze()
+        gc.enable()
         try:
-            if saved is not None:
-                app.resumed(saved)
-            return await app.run(ns.prompt)
+            return await app.run(ns.prompt, resumed=saved)
         finally:
             await agent.aclose()
             await rt.aclose()

@@ -233,6 +233,7 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
     # Everything imported and built so far lives as long as the process: keep the collector
     # from walking it on every collection and again at exit (about 200 ms of CPU at exit).
     gc.freeze()
+    gc.enable()  # paused by the command line while it loaded (`_cli.main`)
     try:
         rt = make_runtime(opts, tools.registry)
         if saved is not None and own and not ns.replay:

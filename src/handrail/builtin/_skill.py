@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, cast
 
-import yaml
 from pydantic import BaseModel, Field
 
 from .. import (
@@ -176,6 +175,8 @@ def parse_skill_file(path: Path, source: Literal["project", "user"]) -> SkillInf
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
     if end is None:
         raise _Malformed("the front matter is not closed by a `---` line")
+    import yaml  # only where a skill exists: about 20 ms of every start-up otherwise
+
     try:
         meta: Any = yaml.safe_load("".join(lines[1:end]))
     except yaml.YAMLError as exc:
