@@ -24,7 +24,6 @@ from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.text import Text
 
 from ..._context import PermissionMode
@@ -39,7 +38,7 @@ from ._commands import COMMANDS, Commands
 from ._glyphs import clean, glyphs
 from ._keys import KeyReader
 from ._render import approval_block, call_block
-from ._view import CallGroup, TurnView
+from ._view import CallGroup, TurnView, markdown
 
 T = TypeVar("T")
 
@@ -91,11 +90,16 @@ class ChatApp:
 
     # -- the main loop -----------------------------------------------------------------------
 
-    async def run(self, first: str | None = None) -> int:
-        """Hold the conversation until the user leaves; returns the exit status."""
+    async def run(self, first: str | None = None, *, resumed: SavedSession | None = None) -> int:
+        """Hold the conversation until the user leaves; returns the exit status.
+
+        `first` is sent as the first message; `resumed` names the session carried on.
+        """
         from ._input import PromptInput
 
         self.banner()
+        if resumed is not None:
+            self.resumed(resumed)
         prompt = PromptInput(self, COMMANDS)
         pending = first
         while True:
@@ -327,7 +331,8 @@ class ChatApp:
         self.console.print(
             approval_block(
                 display,
-                reason=clean(request.reason, ascii=self.glyphs.ascii),
+                # Markdown code marks read as noise on a terminal.
+                reason=clean(request.reason.replace("`", ""), ascii=self.glyphs.ascii),
                 agent=asked.agent,
                 choices=choices,
                 g=self.glyphs,
@@ -462,7 +467,7 @@ class ChatApp:
     def markdown(self, text: str) -> None:
         """Print model text the way the turn shows it."""
         text = clean(text, ascii=self.glyphs.ascii)
-        self.console.print(Text(text) if self.options.ascii else Markdown(text))
+        self.console.print(Text(text) if self.options.ascii else markdown(text))
 
 
 class _SyncLive(Live):

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.text import Text
 
@@ -225,7 +224,7 @@ class TurnView:
             return
         text = clean(text, ascii=self.glyphs.ascii)  # the model's text is not trusted
         if self.markdown:
-            self.console.print(_Trimmed(Markdown(text.strip("\n"))))
+            self.console.print(_Trimmed(markdown(text.strip("\n"))))
         else:
             self.console.print(Text(text.strip("\n")))
         self.console.print()
@@ -284,6 +283,17 @@ class TurnView:
         return replace(d, progress=replace(progress, elapsed=time.monotonic() - start))
 
 
+def markdown(text: str) -> RenderableType:
+    """`text` rendered as Markdown.
+
+    rich's Markdown (markdown-it, pygments) costs about a seventh of the start-up: it is
+    imported when the first answer arrives, not before the prompt is drawn.
+    """
+    from rich.markdown import Markdown
+
+    return Markdown(text)
+
+
 def split_paragraphs(text: str) -> tuple[str, str]:
     """Split streamed text after its last complete paragraph outside a code fence."""
     cut = text.rfind("\n\n")
@@ -305,7 +315,7 @@ class _Tail:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         text = clean(self.text, ascii=not self.markdown)
-        source: Any = Markdown(text) if self.markdown else Text(text)
+        source: Any = markdown(text) if self.markdown else Text(text)
         rendered = console.render_lines(source, options, pad=False)
         for line in rendered[-self.lines :]:
             yield from line
