@@ -37,6 +37,7 @@ from .._sessions import SavedSession
 from ._commands import COMMANDS, Commands
 from ._glyphs import clean, glyphs
 from ._keys import KeyReader
+from ._layout import Hang
 from ._render import approval_block, call_block
 from ._view import CallGroup, TurnView, markdown
 
@@ -376,7 +377,9 @@ class ChatApp:
 
     def _said(self, approval: Approval, text: str) -> Approval:
         style = "red" if approval.kind == "deny" else "green"
-        self.console.print(Text(f"  {self.glyphs.arrow} {text}", style=style))
+        # Wrapped under itself, not at column 0, on a narrow terminal.
+        said = clean(text, ascii=self.glyphs.ascii)
+        self.console.print(Hang(Text(f"  {self.glyphs.arrow} ", style=style), Text(said, style)))
         return approval
 
     # -- keys during a turn ------------------------------------------------------------------
