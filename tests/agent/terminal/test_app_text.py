@@ -1,0 +1,57 @@
+"""The text the terminal agent itself sends to the model (snapshots: the model reads these)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from inline_snapshot import snapshot
+from rich.console import Console
+
+from handrail import Registry, Runtime
+from handrail.agent import Agent, ModelClient
+from handrail.agent._terminal._app import ChatApp, _declined
+from handrail.builtin import coding_tools
+
+
+def test_a_declined_call_tells_the_model_what_to_do() -> None:
+    assert _declined("") == snapshot(
+        "The user declined this call. Do not retry it; ask what they want instead, or take another approach."
+    )
+    assert _declined("use pytest instead") == snapshot(
+        "The user declined this call and said: use pytest instead"
+    )
+
+
+async def test_an_attached_file_reaches_the_model_framed_and_a_secret_does_not(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha\nbeta\n")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("CANARY-7f3a\n")
+    (root / "link.txt").symlink_to(secret)
+    rt = Runtime(Registry(coding_tools(project_dir=root)), root=root)
+    # No request is made: the model client is only needed to build the app.
+    client = ModelClient("openai_chat", "m", base_url="http://127.0.0.1:9/v1", key_required=False)
+    agent = Agent(client, rt, save=False)
+    out = io.StringIO()
+    app = ChatApp(agent, Console(file=out, width=80, force_terminal=False))
+    sent = await app.attach(f"summarise @notes.txt and @link.txt and @{secret}")
+    assert sent.replace(str(secret), "SECRET") == snapshot("""\
+summarise @notes.txt and @link.txt and @SECRET
+
+Attached files:
+
+<file path="notes.txt">
+1\talpha
+2\tbeta
+</file>\
+""")
+    assert "CANARY" not in sent
+    shown = out.getvalue()
+    assert "attached notes.txt" in shown
+    assert "not attached link.txt" in shown
+    await agent.aclose()
+    await rt.aclose()
