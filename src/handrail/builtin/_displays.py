@@ -33,6 +33,7 @@ from ..display import (
     status_of,
 )
 from ..sandbox import unified_diff
+from ._i18n import size_text
 from ._shell_text import CATALOG as SHELL_CATALOG
 
 __all__ = [
@@ -113,18 +114,6 @@ def _plus_minus(added: int | None, removed: int | None, body: Body | None) -> st
             return ""
         added, removed = body.added, body.removed
     return f"+{added} -{removed}"
-
-
-def _size(n: int) -> str:
-    # As read_file's `size_text` (not imported: the tool modules import this one).
-    if n < 1024:
-        return _count(n, "byte")
-    value = n / 1024
-    for unit in ("KB", "MB", "GB"):
-        if value < 1024:
-            return f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TB"
 
 
 def _join(*parts: str) -> str:
@@ -459,7 +448,7 @@ def fetch_display(view: CallView, *, name: str = "web_fetch") -> Display:
         shown,
         subtitle=_join(
             f"HTTP {status}",
-            _size(size) if size is not None else "",
+            size_text(size) if size is not None else "",
             "cached" if _flag(meta, "cached") else "",
         ),
     )

@@ -1,7 +1,8 @@
 """Model-facing text of the built-in tools, in English and Chinese.
 
 Each tool module keeps its own catalog (`{"en": {...}, "zh": {...}}`); `text()` picks the
-session's locale and falls back to English.
+session's locale and falls back to English. `size_text` spells a size the same way in every
+tool's text and display.
 """
 
 from __future__ import annotations
@@ -16,3 +17,15 @@ def text(locale: str, catalog: Catalog, key: str, /, **values: object) -> str:
     table = catalog.get(locale) or catalog["en"]
     template = table.get(key) or catalog["en"][key]
     return template.format(**values)
+
+
+def size_text(n: int) -> str:
+    """`812 bytes`, `1 byte`, `3.4 KB`, `1.2 MB`."""
+    if n < 1024:
+        return f"{n} byte{'' if n == 1 else 's'}"
+    value = n / 1024
+    for unit in ("KB", "MB", "GB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} TB"

@@ -47,7 +47,7 @@ from ..sandbox import (
 from ..validation import closest
 from ._displays import read_display
 from ._hidden_paths import refuse_hidden, visible_names
-from ._i18n import text
+from ._i18n import size_text, text
 from ._records import digest, record_read, unchanged_range
 
 __all__ = ["ReadFile", "ReadFileArgs"]
@@ -162,18 +162,6 @@ CATALOG = {
         "lines_many": "{n} 行",
     },
 }
-
-
-def size_text(n: int) -> str:
-    """`812 bytes`, `3.4 KB`, `1.2 MB`."""
-    if n < 1024:
-        return f"{n} bytes"
-    value = n / 1024
-    for unit in ("KB", "MB", "GB"):
-        if value < 1024:
-            return f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TB"
 
 
 def lines_text(locale: str, n: int) -> str:

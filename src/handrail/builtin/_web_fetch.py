@@ -61,8 +61,7 @@ from ..sandbox import (
     parse_url,
 )
 from ._displays import fetch_display
-from ._i18n import text
-from ._read_file import size_text
+from ._i18n import size_text, text
 from ._web_content import (
     HTML_TYPES,
     Format,

@@ -46,8 +46,8 @@ from ..sandbox import (
 )
 from . import _records
 from ._displays import write_display
-from ._i18n import text
-from ._read_file import MAX_READ_BYTES, kind_key, lines_text, shown_path, size_text
+from ._i18n import size_text, text
+from ._read_file import MAX_READ_BYTES, kind_key, lines_text, shown_path
 from ._records import record_write, require_fresh
 
 __all__ = ["WriteFile", "WriteFileArgs"]
