@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from handrail.display import CallStatus
+from ...display import CallStatus
 
 __all__ = ["ASCII", "UNICODE", "Glyphs", "clean", "glyphs"]
 

@@ -27,7 +27,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from handrail.display import (
+from ...display import (
     CallProgress,
     CallStatus,
     DiffBody,
@@ -37,7 +37,6 @@ from handrail.display import (
     TextBody,
     group_summary,
 )
-
 from ._glyphs import ASCII as ASCII
 from ._glyphs import UNICODE as UNICODE
 from ._glyphs import Glyphs as Glyphs

@@ -305,6 +305,13 @@ def split_paragraphs(text: str) -> tuple[str, str]:
     return "", text
 
 
+def _rows(lines: list[list[Segment]]) -> RenderResult:
+    """Rendered lines back as segments, one line each."""
+    for line in lines:
+        yield from line
+        yield Segment.line()
+
+
 class _Tail:
     """The last lines of the streaming text, rendered as Markdown at the current width."""
 
@@ -317,9 +324,7 @@ class _Tail:
         text = clean(self.text, ascii=not self.markdown)
         source: Any = markdown(text) if self.markdown else Text(text)
         rendered = console.render_lines(source, options, pad=False)
-        for line in rendered[-self.lines :]:
-            yield from line
-            yield Segment.line()
+        yield from _rows(rendered[-self.lines :])
 
 
 class _Trimmed:
@@ -333,9 +338,7 @@ class _Trimmed:
         start = 0
         while start < len(lines) and not "".join(seg.text for seg in lines[start]).strip():
             start += 1
-        for line in lines[start:]:
-            yield from line
-            yield Segment.line()
+        yield from _rows(lines[start:])
 
 
 class _Region:
@@ -349,9 +352,7 @@ class _Region:
         lines = console.render_lines(Group(*self.view.region_parts(height)), options, pad=False)
         if len(lines) > height:  # the newest lines matter: keep the bottom
             lines = lines[len(lines) - height :]
-        for line in lines:
-            yield from line
-            yield Segment.line()
+        yield from _rows(lines)
 
 
 def plain_lines(parts: Sequence[RenderableType], console: Console) -> list[str]:
