@@ -230,3 +230,18 @@ async def test_a_code_fence_is_never_split_while_it_streams(watch: Watch) -> Non
 )
 def test_split_paragraphs(text: str, done: str, rest: str) -> None:
     assert split_paragraphs(text) == (done, rest)
+
+
+def test_a_long_open_code_block_renders_only_its_end_still_highlighted_as_code() -> None:
+    # A code block is one paragraph until its fence closes: the live region must not render
+    # all of it on every frame (each frame would cost more than the last), yet stay code.
+    from handrail.agent._terminal._view import _source_tail
+
+    text = "Here it is:\n\n```python\n" + "\n".join(f"x_{i} = {i}" for i in range(3000))
+    tail = _source_tail(text, 10)
+    lines = tail.split("\n")
+    assert len(lines) <= 10 * 3 + 20 + 1
+    assert lines[0] == "```python"  # reopened: the tail is still a Python code block
+    assert lines[-1] == "x_2999 = 2999"
+    short = "a\n\n```\ncode\n"
+    assert _source_tail(short, 10) == short

@@ -305,6 +305,23 @@ def split_paragraphs(text: str) -> tuple[str, str]:
     return "", text
 
 
+def _source_tail(text: str, lines: int) -> str:
+    """Enough of the end of `text` to fill `lines` rows, still inside its code fence if open.
+
+    A paragraph stays live until it is complete, and a long code block is one paragraph:
+    re-rendering all of it on every frame would cost more with every line the model writes.
+    """
+    keep = lines * 3 + 20  # source lines: wrapping only makes rows more than lines
+    source = text.split("\n")
+    if len(source) <= keep:
+        return text
+    head, tail = source[:-keep], source[-keep:]
+    fences = [line for line in head if _FENCE.match(line)]
+    if len(fences) % 2:  # the cut falls inside a fence: reopen it, with its language
+        tail.insert(0, fences[-1])
+    return "\n".join(tail)
+
+
 def _rows(lines: list[list[Segment]]) -> RenderResult:
     """Rendered lines back as segments, one line each."""
     for line in lines:
@@ -321,7 +338,7 @@ class _Tail:
         self.lines = lines
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        text = clean(self.text, ascii=not self.markdown)
+        text = clean(_source_tail(self.text, self.lines), ascii=not self.markdown)
         source: Any = markdown(text) if self.markdown else Text(text)
         rendered = console.render_lines(source, options, pad=False)
         yield from _rows(rendered[-self.lines :])
