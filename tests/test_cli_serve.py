@@ -68,6 +68,19 @@ async def test_stdio_lists_and_calls_tools(workspace: Path) -> None:
             assert not (workspace.parent / "escape.txt").exists()
 
 
+async def test_instructions_name_every_deferred_tool_in_a_stable_order(workspace: Path) -> None:
+    with anyio.fail_after(WAIT):
+        async with Client(server(workspace), mode="legacy") as client:
+            instructions = client.instructions or ""
+            listed = {t.name for t in (await client.list_tools()).tools}
+    assert "tool_search" in listed
+    line = instructions.rsplit("Not yet listed: ", 1)[1].rstrip(".")
+    names = line.split(", ")
+    assert names == sorted(names)
+    assert "enter_plan_mode" in names
+    assert not set(names) & listed  # exactly the ones the client cannot see yet
+
+
 async def test_stdio_applies_mode_rules_and_settings(workspace: Path) -> None:
     extra = workspace.parent / "extra.json"
     extra.write_text(json.dumps({"disabled_tools": ["web_fetch"]}))

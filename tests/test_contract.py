@@ -7,7 +7,20 @@ import dataclasses
 import pytest
 from inline_snapshot import snapshot
 
-from handrail import Denial, ErrorCode, Interrupted, ToolCall, ToolResult, ValidationIssue
+from handrail import (
+    AudioPart,
+    Denial,
+    ErrorCode,
+    ImagePart,
+    Interrupted,
+    ResourceLinkPart,
+    ResourcePart,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    ValidationIssue,
+    parts_text,
+)
 from handrail._contract import make_call, make_result
 
 
@@ -89,6 +102,8 @@ def test_fast_result_equals_the_normal_constructor() -> None:
         "metadata",
         "call_id",
         "tool_name",
+        "parts",
+        "structured",
     }
 
 
@@ -106,3 +121,27 @@ def test_default_metadata_is_an_empty_mapping() -> None:
     r = ToolResult(ok=True, content="x")
     assert dict(r.metadata) == {}
     assert r.metadata == {}
+
+
+def test_parts_text_is_the_text_view_of_every_part() -> None:
+    parts = (
+        TextPart(text="see below"),
+        ImagePart.of(b"\x89PNG" + b"\0" * 6, "image/png"),
+        AudioPart.of(b"RIFF", "audio/wav"),
+        ResourcePart(uri="file:///a.md", mime_type="text/markdown", text="# a"),
+        ResourcePart(uri="file:///b.bin", blob="AAAA"),
+        ResourceLinkPart(uri="file:///c.csv", name="c.csv"),
+    )
+    assert parts_text(parts) == snapshot("""\
+see below
+[image: image/png, 10 bytes]
+[audio: audio/wav, 4 bytes]
+[resource: file:///a.md (text/markdown)]
+# a
+[resource: file:///b.bin (?), 3 bytes]
+[resource link: c.csv <file:///c.csv>]\
+""")
+    assert parts_text(parts, "zh").splitlines()[1] == "[图片：image/png，10 字节]"
+    # A success with parts and no text gets their text view as its content.
+    result = ToolResult.success(parts=parts)
+    assert (result.content, result.parts) == (parts_text(parts), parts)

@@ -27,20 +27,27 @@ try:
     from ._context import ToolContext as ToolContext
     from ._contract import Approval as Approval
     from ._contract import ApprovalRequest as ApprovalRequest
+    from ._contract import AudioPart as AudioPart
+    from ._contract import ContentPart as ContentPart
     from ._contract import Denial as Denial
     from ._contract import ErrorCode as ErrorCode
     from ._contract import FetchUrl as FetchUrl
+    from ._contract import ImagePart as ImagePart
     from ._contract import Interrupted as Interrupted
     from ._contract import PermissionRequest as PermissionRequest
     from ._contract import ProgressEvent as ProgressEvent
     from ._contract import ReadPath as ReadPath
+    from ._contract import ResourceLinkPart as ResourceLinkPart
+    from ._contract import ResourcePart as ResourcePart
     from ._contract import RunCommand as RunCommand
     from ._contract import SwitchMode as SwitchMode
+    from ._contract import TextPart as TextPart
     from ._contract import ToolCall as ToolCall
     from ._contract import ToolKind as ToolKind
     from ._contract import ToolResult as ToolResult
     from ._contract import ValidationIssue as ValidationIssue
     from ._contract import WritePath as WritePath
+    from ._contract import parts_text as parts_text
     from ._registry import Registry as Registry
     from ._tool import Flag as Flag
     from ._tool import FunctionTool as FunctionTool
@@ -73,11 +80,13 @@ finally:
 __all__ = [
     "Approval",
     "ApprovalRequest",
+    "AudioPart",
     "Batch",
     "CallProgress",
     "CallStatus",
     "CallView",
     "ConfigurationError",
+    "ContentPart",
     "Denial",
     "DiffBody",
     "Display",
@@ -91,12 +100,15 @@ __all__ = [
     "Hook",
     "HookEvent",
     "HookResponse",
+    "ImagePart",
     "Interrupted",
     "PermissionMode",
     "PermissionRequest",
     "ProgressEvent",
     "ReadPath",
     "Registry",
+    "ResourceLinkPart",
+    "ResourcePart",
     "RunCommand",
     "Runtime",
     "Session",
@@ -106,6 +118,7 @@ __all__ = [
     "SwitchMode",
     "TableBody",
     "TextBody",
+    "TextPart",
     "Tool",
     "ToolCall",
     "ToolContext",
@@ -115,6 +128,7 @@ __all__ = [
     "ValidationIssue",
     "WritePath",
     "__version__",
+    "parts_text",
     "tool",
 ]
 

@@ -1,34 +1,46 @@
 """The values every layer shares: calls, results, issues, denials, permission requests.
 
-Values only: nothing here does I/O or imports another handrail module, so providers, MCP and
-the CLI can depend on the contract without pulling in the runtime. Every value is a frozen,
-keyword-only dataclass; change one with `dataclasses.replace`.
+Values only: nothing here does I/O or imports another handrail module (but the one-function
+sentence lookup), so providers, MCP and the CLI can depend on the contract without pulling in
+the runtime. Every value is a frozen, keyword-only dataclass; change one with
+`dataclasses.replace`.
 """
 
 from __future__ import annotations
 
+import base64
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Literal
+
+from ._i18n import render
 
 __all__ = [
     "Approval",
     "ApprovalRequest",
+    "AudioPart",
+    "ContentPart",
     "Denial",
     "ErrorCode",
     "FetchUrl",
+    "ImagePart",
     "Interrupted",
     "PermissionRequest",
     "ProgressEvent",
     "ReadPath",
+    "ResourceLinkPart",
+    "ResourcePart",
     "RunCommand",
     "SwitchMode",
+    "TextPart",
     "ToolCall",
     "ToolKind",
     "ToolResult",
     "ValidationIssue",
     "WritePath",
+    "part_note",
+    "parts_text",
 ]
 
 
@@ -288,11 +300,146 @@ class Approval:
         return cls(kind="edit", arguments=arguments)
 
 
+# -- content parts ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContentPart:
+    """One block of a result's content beside plain text: an image, audio, a resource.
+
+    `annotations` are MCP's content annotations (`audience`, `priority`, `lastModified`) and
+    `meta` its `_meta`, both kept as sent so `serve` can pass them on unchanged.
+    """
+
+    annotations: Mapping[str, Any] | None = None
+    meta: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextPart(ContentPart):
+    """Text, in its place among the other parts."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImagePart(ContentPart):
+    """An image, base64-encoded (the form every provider and MCP carry it in)."""
+
+    data: str
+    mime_type: str
+
+    @classmethod
+    def of(cls, data: bytes, mime_type: str) -> ImagePart:
+        """An image from its bytes, e.g. `ImagePart.of(png_bytes, "image/png")`."""
+        return cls(data=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
+
+    @property
+    def size(self) -> int:
+        """The decoded size in bytes."""
+        return _decoded_size(self.data)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AudioPart(ContentPart):
+    """Audio, base64-encoded."""
+
+    data: str
+    mime_type: str
+
+    @classmethod
+    def of(cls, data: bytes, mime_type: str) -> AudioPart:
+        """Audio from its bytes, e.g. `AudioPart.of(wav_bytes, "audio/wav")`."""
+        return cls(data=base64.b64encode(data).decode("ascii"), mime_type=mime_type)
+
+    @property
+    def size(self) -> int:
+        """The decoded size in bytes."""
+        return _decoded_size(self.data)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourcePart(ContentPart):
+    """An embedded resource: its URI and either its text or its base64 `blob`."""
+
+    uri: str
+    mime_type: str | None = None
+    text: str | None = None
+    blob: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourceLinkPart(ContentPart):
+    """A link to a resource the client may read (not its content)."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+
+
+def _decoded_size(data: str) -> int:
+    return len(data.rstrip("=")) * 3 // 4
+
+
+_PART_NOTES = {
+    "en": {
+        "image": "[image: {mime}, {size} bytes]",
+        "audio": "[audio: {mime}, {size} bytes]",
+        "link": "[resource link: {name} <{uri}>]",
+        "resource_text": "[resource: {uri} ({mime})]\n{text}",
+        "resource_blob": "[resource: {uri} ({mime}), {size} bytes]",
+    },
+    "zh": {
+        "image": "[图片：{mime}，{size} 字节]",
+        "audio": "[音频：{mime}，{size} 字节]",
+        "link": "[资源链接：{name} <{uri}>]",
+        "resource_text": "[资源：{uri}（{mime}）]\n{text}",
+        "resource_blob": "[资源：{uri}（{mime}），{size} 字节]",
+    },
+}
+
+
+def part_note(part: ContentPart, locale: str = "en") -> str:
+    """A part as text, for formats that cannot carry it.
+
+    Text stays itself; anything else becomes a one-line note (an embedded text resource keeps
+    its text under the note).
+    """
+    if isinstance(part, TextPart):
+        return part.text
+    if isinstance(part, ImagePart | AudioPart):
+        key = "image" if isinstance(part, ImagePart) else "audio"
+        return render(_PART_NOTES, locale, key, mime=part.mime_type, size=part.size)
+    if isinstance(part, ResourceLinkPart):
+        return render(_PART_NOTES, locale, "link", name=part.name, uri=part.uri)
+    if isinstance(part, ResourcePart):
+        mime = part.mime_type or "?"
+        if part.text is not None:
+            return render(
+                _PART_NOTES, locale, "resource_text", uri=part.uri, mime=mime, text=part.text
+            )
+        size = _decoded_size(part.blob or "")
+        return render(_PART_NOTES, locale, "resource_blob", uri=part.uri, mime=mime, size=size)
+    return ""
+
+
+def parts_text(parts: Sequence[ContentPart], locale: str = "en") -> str:
+    """The text view of `parts`: text as it is, anything else as a note, one block per line."""
+    return "\n".join(note for note in (part_note(p, locale) for p in parts) if note)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResult:
     """The one result shape for every outcome: success, bad arguments, denial, timeout, crash.
 
     `content` is what the model reads. Programs branch on `error`, UIs show `summary` and `diff`.
+
+    A result may also carry `parts` (images, audio, resources, in order, text included) and
+    `structured` content. When `parts` is non-empty it is the full content and `content` is its
+    text view (`parts_text`): formats that take images send the parts, the others the text.
     """
 
     ok: bool
@@ -313,18 +460,38 @@ class ToolResult:
     """Data for programs and UIs; never sent to the model."""
     call_id: str = ""
     tool_name: str = ""
+    parts: tuple[ContentPart, ...] = ()
+    """The content as parts when it is more than text (see above); empty for text results."""
+    structured: Mapping[str, Any] | None = None
+    """Structured content (a JSON object), checked against the tool's `output_schema`."""
 
     @classmethod
     def success(
         cls,
-        content: str,
+        content: str = "",
         *,
         summary: str = "",
         diff: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        parts: Sequence[ContentPart] = (),
+        structured: Mapping[str, Any] | None = None,
     ) -> ToolResult:
-        """A successful result, for tools that want to set summary, diff or metadata."""
-        return cls(ok=True, content=content, summary=summary, diff=diff, metadata=metadata or EMPTY)
+        """A successful result, for tools that want to set summary, diff, metadata or parts.
+
+        With `parts` and no `content`, the content is their text view.
+        """
+        parts = tuple(parts)
+        if parts and not content:
+            content = parts_text(parts)
+        return cls(
+            ok=True,
+            content=content,
+            summary=summary,
+            diff=diff,
+            metadata=metadata or EMPTY,
+            parts=parts,
+            structured=structured,
+        )
 
     @classmethod
     def failure(
@@ -385,9 +552,21 @@ def make_result(
 ) -> ToolResult:
     """Fast construction of a `ToolResult` (no diff) for the runtime's hot path."""
     r = _new(ToolResult)
-    s_ok, s_content, s_error, s_summary, s_diff, s_issues, s_denial, s_dur, s_meta, s_id, s_name = (
-        _RESULT_SETTERS
-    )
+    (
+        s_ok,
+        s_content,
+        s_error,
+        s_summary,
+        s_diff,
+        s_issues,
+        s_denial,
+        s_dur,
+        s_meta,
+        s_id,
+        s_name,
+        s_parts,
+        s_structured,
+    ) = _RESULT_SETTERS
     s_ok(r, ok)
     s_content(r, content)
     s_error(r, error)
@@ -399,6 +578,8 @@ def make_result(
     s_meta(r, metadata)
     s_id(r, call_id)
     s_name(r, tool_name)
+    s_parts(r, ())
+    s_structured(r, None)
     return r
 
 

@@ -22,7 +22,7 @@ from ._context import ToolContext
 from ._contract import PermissionRequest, ToolKind
 from .display import CallView, Display, default_display
 from .errors import ConfigurationError
-from .validation import ArgsValidator, JsonSchemaArgs, PydanticArgs
+from .validation import ArgsValidator, JsonSchemaArgs, OutputSchema, PydanticArgs
 
 __all__ = ["Flag", "FunctionTool", "JsonSchemaTool", "Tool", "tool"]
 
@@ -97,6 +97,10 @@ class Tool:
     """Feature flag that must be on for the tool to be listed."""
     deferred: bool = False
     """Hidden from the model until activated through tool_search."""
+    output_schema: Mapping[str, Any] | None = None
+    """JSON Schema of the tool's structured content (an object). When set, every successful
+    result must carry `structured` content that matches it (a returned dict or Pydantic model
+    becomes it); MCP clients of `serve` see it as the tool's `outputSchema`."""
     inline: bool = False
     """Run a sync tool on the event loop thread instead of a worker thread. Only for quick,
     CPU-only functions: it saves the thread hop (tens of microseconds) but blocks the loop for
@@ -105,6 +109,8 @@ class Tool:
     """Class form: the Pydantic model of the arguments."""
 
     validator: ArgsValidator
+    output_check: OutputSchema | None = None
+    """The compiled `output_schema` (None without one)."""
     needs_context: bool = True
     """False when the tool never looks at its context (lets the runtime skip building one)."""
 
@@ -137,6 +143,7 @@ class Tool:
             raise ConfigurationError(f"tool {self.name!r}: timeout must be positive seconds")
         if self.max_result_chars < 200:
             raise ConfigurationError(f"tool {self.name!r}: max_result_chars must be >= 200")
+        self.output_check = OutputSchema(self.output_schema) if self.output_schema else None
         if "is_async" not in vars(self):
             self.is_async = inspect.iscoroutinefunction(self.run)
         self._check_inline()
@@ -243,6 +250,7 @@ _OPTIONS = frozenset(
         "feature",
         "deferred",
         "inline",
+        "output_schema",
     }
 )
 
@@ -445,6 +453,7 @@ def tool(
     feature: str | None = None,
     deferred: bool = False,
     inline: bool = False,
+    output_schema: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 

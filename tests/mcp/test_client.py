@@ -210,7 +210,8 @@ first line
 second line
 [image: image/png, 32 bytes]
 [resource link: notes <file:///tmp/notes.txt>]
-[resource: file:///tmp/readme.md (text/markdown), 7 characters]\
+[resource: file:///tmp/readme.md (text/markdown)]
+# hello\
 """)
     zh = await runtime(tmp_path, demo, locale="zh").call("mcp__demo__mixed", {})
     assert zh.content == snapshot("""\
@@ -218,7 +219,8 @@ first line
 second line
 [图片：image/png，32 字节]
 [资源链接：notes <file:///tmp/notes.txt>]
-[资源：file:///tmp/readme.md（text/markdown），7 个字符]\
+[资源：file:///tmp/readme.md（text/markdown）]
+# hello\
 """)
 
 

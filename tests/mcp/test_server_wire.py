@@ -15,15 +15,21 @@ from pydantic import BaseModel
 
 from handrail import (
     ApprovalRequest,
+    AudioPart,
+    ImagePart,
     Interrupted,
     ProgressEvent,
     Registry,
+    ResourceLinkPart,
+    ResourcePart,
     Runtime,
     SwitchMode,
+    TextPart,
     Tool,
     ToolCall,
     ToolContext,
     ToolKind,
+    ToolResult,
     tool,
 )
 from handrail.builtin import coding_tools
@@ -31,6 +37,7 @@ from handrail.mcp._server_wire import (
     CATALOG,
     approval_message,
     call_result,
+    deferred_note,
     fallback_reason,
     progress_text,
     tool_annotations,
@@ -396,3 +403,65 @@ def test_catalogs_match() -> None:
     for key, template in CATALOG["en"].items():
         assert fields(template) == fields(CATALOG["zh"][key]), key
         assert not re.search(r"[\u4e00-\u9fff]", template), key
+
+
+def test_a_result_with_parts_and_structured_content_on_the_wire() -> None:
+    result = ToolResult.success(
+        parts=(
+            TextPart(text="caption", meta={"k": "v"}),
+            ImagePart(data="iVBO", mime_type="image/png", annotations={"audience": ["user"]}),
+            AudioPart(data="UklG", mime_type="audio/wav"),
+            ResourcePart(uri="file:///a.md", mime_type="text/markdown", text="# a"),
+            ResourcePart(uri="file:///b.bin", blob="AAAA"),
+            ResourceLinkPart(uri="file:///c.csv", name="c.csv", size=10),
+        ),
+        structured={"n": 1},
+    )
+    payload = call_result(result)
+    payload["_meta"]["handrail/result"]["durationMs"] = 1.0
+    assert payload == snapshot(
+        {
+            "content": [
+                {"type": "text", "text": "caption", "_meta": {"k": "v"}},
+                {
+                    "type": "image",
+                    "data": "iVBO",
+                    "mimeType": "image/png",
+                    "annotations": {"audience": ["user"]},
+                },
+                {"type": "audio", "data": "UklG", "mimeType": "audio/wav"},
+                {
+                    "type": "resource",
+                    "resource": {"uri": "file:///a.md", "mimeType": "text/markdown", "text": "# a"},
+                },
+                {"type": "resource", "resource": {"uri": "file:///b.bin", "blob": "AAAA"}},
+                {"type": "resource_link", "uri": "file:///c.csv", "name": "c.csv", "size": 10},
+            ],
+            "isError": False,
+            "_meta": {
+                "handrail/result": {"ok": True, "error": None, "summary": "", "durationMs": 1.0}
+            },
+            "structuredContent": {"n": 1},
+        }
+    )
+
+
+def test_an_output_schema_is_listed_and_deferred_tools_are_named() -> None:
+    @tool(
+        read_only=True, output_schema={"type": "object", "properties": {"n": {"type": "integer"}}}
+    )
+    def count(text: str) -> dict[str, int]:
+        """Count."""
+        return {"n": len(text)}
+
+    assert tool_entry(count)["outputSchema"] == {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+    }
+    assert deferred_note(["enter_plan_mode", "web_fetch"], "en") == snapshot(
+        "More tools exist but are not listed yet. To use one, call tool_search with query "
+        '"select:<name>" (or keywords), then call it. Not yet listed: enter_plan_mode, web_fetch.'
+    )
+    assert deferred_note(["a"], "zh") == snapshot(
+        '还有一些工具尚未列出。要使用其中一个，请先用查询 "select:<名称>"（或关键词）调用 tool_search，然后再调用它。尚未列出的工具：a。'
+    )

@@ -18,6 +18,7 @@ ORDER = [
     "_shaping",
     "_calls",
     "_results",
+    "_rich",
     "_hooks",
     "_runner",
     "_pipeline",

@@ -30,8 +30,14 @@ Invariants:
 * The `mcp` SDK (about 0.9 s to import) is imported on the first start, never by
   `import handrail.mcp`.
 
-The connections live in `_client_connection`, the tool class and the conversion of results
-in `_client_tool`.
+* Results keep every content block: text stays text; images, audio, embedded resources and
+  resource links become `ContentPart`s in order, `structuredContent` becomes `structured`
+  (checked against the tool's `outputSchema`). Tools that require MCP tasks are left out with
+  the reason in `skipped`; tools where tasks are optional are called directly.
+
+Modules import one way: `_client` -> `_client_connection` (connections, calls) ->
+`_client_results` (MCP results as `ToolResult`s) and `_client_tool` (the tool class, which
+knows its server only through the `ToolServer` protocol).
 """
 
 from __future__ import annotations
@@ -45,10 +51,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import Registry, Session
 from ..errors import ConfigurationError
+from ..validation import OutputSchema
 from ._client_connection import RemoteServer, describe
 from ._client_tool import McpTool
 from ._config import McpServerConfig, load_mcp_config
@@ -68,6 +75,11 @@ CHARS_PER_TOKEN = 4
 DEFAULT_STARTUP_TIMEOUT = 30.0
 """Seconds a server has to start and list its tools."""
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
+TASKS_REQUIRED = (
+    "it requires MCP tasks (execution.taskSupport is required); handrail calls tools directly, "
+    "so it is not listed"
+)
+"""Why a tool that only runs as an MCP task is left out (`McpTools.skipped`)."""
 
 
 def _require_sdk() -> None:
@@ -131,7 +143,8 @@ class McpTools:
         self.failures: dict[str, str] = {}
         """Servers that could not be started or listed, with the reason; they have no tools."""
         self.skipped: dict[str, str] = {}
-        """Tools left out (`server/tool`), with the reason (an invalid input schema)."""
+        """Tools left out (`server/tool`), with the reason (an invalid input schema, or the
+        tool runs only as an MCP task)."""
         self.instructions: dict[str, str] = {}
         """Each server's `instructions`, for the host's system prompt."""
         self.estimated_tokens = 0
@@ -209,6 +222,13 @@ class McpTools:
         used: set[str] = set()
         out: list[McpTool] = []
         for remote in listing:
+            key = f"{server.name}/{remote.name}"
+            execution = remote.execution
+            if execution is not None and execution.task_support == "required":
+                # Listing a tool no call can reach would only teach the model to fail.
+                self.skipped[key] = TASKS_REQUIRED
+                logger.warning("skipped MCP tool %s: %s", key, TASKS_REQUIRED)
+                continue
             name = tool_name(server.prefix, remote.name, used)
             annotations = (
                 remote.annotations.model_dump(by_alias=True, exclude_none=True)
@@ -225,10 +245,11 @@ class McpTools:
                     annotations=annotations,
                     title=remote.title,
                     timeout=server.config.timeout,
+                    output_schema=_output_schema(key, remote.output_schema),
                 )
             except ConfigurationError as exc:
-                self.skipped[f"{server.name}/{remote.name}"] = str(exc)
-                logger.warning("skipped MCP tool %s/%s: %s", server.name, remote.name, exc)
+                self.skipped[key] = str(exc)
+                logger.warning("skipped MCP tool %s: %s", key, exc)
                 continue
             used.add(name)
             out.append(t)
@@ -304,6 +325,21 @@ def tool_name(prefix: str, remote: str, used: set[str]) -> str:
     if len(name) > 64 or name in used:
         name = f"{name[:57]}_{_digest(remote)}"
     return name
+
+
+def _output_schema(key: str, schema: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The tool's output schema, or None when it cannot be compiled.
+
+    The tool stays usable; its structured content is then passed on unchecked.
+    """
+    if not schema:
+        return None
+    try:
+        OutputSchema(schema)
+    except ConfigurationError as exc:
+        logger.warning("MCP tool %s: output schema ignored: %s", key, exc)
+        return None
+    return schema
 
 
 def _digest(text: str) -> str:

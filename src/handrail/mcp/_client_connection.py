@@ -20,7 +20,8 @@ from typing import IO, TYPE_CHECKING, Any, cast
 from .. import ToolContext, ToolFailure, ToolResult
 from .._version import __version__
 from ._client_messages import say
-from ._client_tool import McpTool, to_result
+from ._client_results import to_result
+from ._client_tool import McpTool
 from ._config import McpServerConfig
 
 if TYPE_CHECKING:
@@ -173,10 +174,17 @@ class RemoteServer:
                 first = str(exc).splitlines()[0]
                 text = say(loc, "bad_result", server=self.name, tool=tool.name, detail=first)
                 raise ToolFailure(text) from exc
+            if isinstance(exc, RuntimeError) and "structured content" in str(exc):
+                # The SDK checks structured content against the listed output schema itself.
+                first = str(exc).splitlines()[0].split(": ", 1)[-1]
+                text = say(loc, "bad_structured", server=self.name, tool=tool.name, detail=first)
+                raise ToolFailure(text) from exc
             raise
         finally:
             finished = True
-        return to_result(result, tool, loc)
+        return to_result(
+            result, name=tool.name, server=self.name, remote_name=tool.remote_name, locale=loc
+        )
 
     def _stopped_text(self, conn: Connection, tool: McpTool, locale: str) -> str:
         detail = say(locale, "connection_closed")

@@ -23,12 +23,11 @@ CATALOG: dict[str, dict[str, str]] = {
             "MCP: {detail}."
         ),
         "no_details": "`{tool}` reported an error without details.",
-        "image": "[image: {mime}, {size}]",
-        "audio": "[audio: {mime}, {size}]",
-        "link": "[resource link: {name} <{uri}>]",
-        "resource_text": "[resource: {uri} ({mime}), {chars} characters]",
-        "resource_blob": "[resource: {uri} ({mime}), {size}]",
-        "bytes": "{n} bytes",
+        "bad_structured": (
+            "MCP server `{server}` answered the call to `{tool}` with structured content that "
+            "does not match the tool's output schema ({detail}). This is a fault of the server, "
+            "not of your arguments; tell the user or use another way."
+        ),
         "step": "{progress:g} of {total:g}",
         "step_open": "{progress:g}",
     },
@@ -47,12 +46,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "refused": "MCP 服务器 `{server}` 拒绝了对 `{tool}` 的调用：{detail}。",
         "bad_result": "MCP 服务器 `{server}` 对 `{tool}` 的调用返回了无效的 MCP 结果：{detail}。",
         "no_details": "`{tool}` 报告了错误，但没有给出详情。",
-        "image": "[图片：{mime}，{size}]",
-        "audio": "[音频：{mime}，{size}]",
-        "link": "[资源链接：{name} <{uri}>]",
-        "resource_text": "[资源：{uri}（{mime}），{chars} 个字符]",
-        "resource_blob": "[资源：{uri}（{mime}），{size}]",
-        "bytes": "{n} 字节",
+        "bad_structured": (
+            "MCP 服务器 `{server}` 对 `{tool}` 的调用返回的结构化内容不符合该工具的输出模式"
+            "（{detail}）。这是服务器的问题，不是参数的问题；请告知用户或换一种方式。"
+        ),
         "step": "{progress:g} / {total:g}",
         "step_open": "{progress:g}",
     },

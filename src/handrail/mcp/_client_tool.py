@@ -1,20 +1,26 @@
-"""An MCP server's tool as a handrail tool, and an MCP call result as a `ToolResult`."""
+"""An MCP server's tool as a handrail tool."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
-from .. import ErrorCode, JsonSchemaTool, ToolContext, ToolResult
-from ._client_messages import say
+from .. import JsonSchemaTool, ToolContext, ToolResult
 
-if TYPE_CHECKING:
-    import mcp_types
+__all__ = ["McpTool", "ToolServer"]
 
-    from ._client_connection import RemoteServer
 
-__all__ = ["McpTool", "content_text", "to_result"]
+class ToolServer(Protocol):
+    """What a tool needs of its server: a name, and a way to call the tool on it."""
+
+    @property
+    def name(self) -> str:
+        """The server's name, as configured."""
+        ...
+
+    async def call(self, tool: McpTool, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        """Call `tool` with validated `args`; every outcome is a result or a `ToolFailure`."""
+        ...
 
 
 class McpTool(JsonSchemaTool):
@@ -24,13 +30,14 @@ class McpTool(JsonSchemaTool):
         self,
         *,
         name: str,
-        server: RemoteServer,
+        server: ToolServer,
         remote_name: str,
         description: str,
         parameters: Mapping[str, Any],
         annotations: Mapping[str, Any],
         title: str | None = None,
         timeout: float | None = None,
+        output_schema: Mapping[str, Any] | None = None,
     ) -> None:
         self.server = server.name
         """The name of the server (as configured) this tool belongs to."""
@@ -54,64 +61,8 @@ class McpTool(JsonSchemaTool):
             destructive=not read_only and annotations.get("destructiveHint") is not False,
             idempotent=read_only or annotations.get("idempotentHint") is True,
             timeout=timeout,
+            output_schema=output_schema,
         )
 
     async def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return await self._server.call(self, args, ctx)
-
-
-# -- results -----------------------------------------------------------------------------------
-
-
-def to_result(result: mcp_types.CallToolResult, tool: McpTool, locale: str) -> ToolResult:
-    """An MCP result as a ToolResult: text joined, other content summarised a line each."""
-    text = content_text(result.content, locale)
-    if not text and result.structured_content is not None:
-        text = json.dumps(result.structured_content, ensure_ascii=False, indent=2)
-    metadata: dict[str, Any] = {"mcp_server": tool.server, "mcp_tool": tool.remote_name}
-    if result.structured_content is not None:
-        metadata["structured_content"] = result.structured_content
-    if result.is_error:
-        return ToolResult.failure(
-            ErrorCode.EXECUTION_ERROR,
-            text or say(locale, "no_details", tool=tool.name),
-            summary=f"{tool.name}: {ErrorCode.EXECUTION_ERROR.value}",
-            metadata=metadata,
-        )
-    return ToolResult.success(text, metadata=metadata)
-
-
-def content_text(blocks: Sequence[mcp_types.ContentBlock], locale: str) -> str:
-    """MCP content as text: text blocks as they are, anything else as a one-line summary."""
-    from mcp_types import (
-        AudioContent,
-        ImageContent,
-        ResourceLink,
-        TextContent,
-        TextResourceContents,
-    )
-
-    lines: list[str] = []
-    for block in blocks:
-        if isinstance(block, TextContent):
-            lines.append(block.text)
-        elif isinstance(block, ImageContent | AudioContent):
-            key = "image" if isinstance(block, ImageContent) else "audio"
-            size = say(locale, "bytes", n=_decoded_size(block.data))
-            lines.append(say(locale, key, mime=block.mime_type, size=size))
-        elif isinstance(block, ResourceLink):
-            lines.append(say(locale, "link", name=block.name, uri=block.uri))
-        else:  # an embedded resource: the union above is exhaustive
-            res = block.resource
-            mime = res.mime_type or "?"
-            if isinstance(res, TextResourceContents):
-                chars = len(res.text)
-                lines.append(say(locale, "resource_text", uri=res.uri, mime=mime, chars=chars))
-            else:
-                size = say(locale, "bytes", n=_decoded_size(res.blob))
-                lines.append(say(locale, "resource_blob", uri=res.uri, mime=mime, size=size))
-    return "\n".join(lines)
-
-
-def _decoded_size(data: str) -> int:
-    return len(data.rstrip("=")) * 3 // 4

@@ -67,6 +67,7 @@ from ._server import _ASKER  # pyright: ignore[reportPrivateUsage]
 from ._server_wire import (
     approval_message,
     call_result,
+    deferred_note,
     fallback_reason,
     progress_text,
     say,
@@ -169,6 +170,13 @@ class McpApp:
         ] = {}
         self._ids = itertools.count(1)
         notes = runtime.usage_notes(provider="mcp")
+        registry = runtime.registry
+        deferred = [t.name for t in registry.deferred_tools() if registry.available(t, "mcp")]
+        if deferred:
+            # A client's model sees only the listed tools; this is how it learns what
+            # tool_search can load.
+            note = deferred_note(deferred, runtime.locale)
+            notes = f"{notes}\n\n{note}" if notes else note
         self.server = _Server(
             "handrail",
             version=__version__,

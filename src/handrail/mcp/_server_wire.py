@@ -14,16 +14,23 @@ from typing import Any
 
 from .. import (
     ApprovalRequest,
+    AudioPart,
+    ContentPart,
     FetchUrl,
+    ImagePart,
     PermissionRequest,
     ProgressEvent,
     ReadPath,
+    ResourceLinkPart,
+    ResourcePart,
     RunCommand,
     SwitchMode,
+    TextPart,
     Tool,
     ToolKind,
     ToolResult,
     WritePath,
+    parts_text,
 )
 from .._i18n import render
 from ..permissions import rules_to_allow
@@ -33,6 +40,8 @@ __all__ = [
     "RESULT_META_KEY",
     "approval_message",
     "call_result",
+    "content_block",
+    "deferred_note",
     "fallback_reason",
     "progress_text",
     "say",
@@ -73,6 +82,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "args": "run with the arguments {args}",
         "and": "; ",
         "by_agent": "The sub-agent {agent} asks.",
+        "deferred": (
+            "More tools exist but are not listed yet. To use one, call tool_search with query "
+            '"select:<name>" (or keywords), then call it. Not yet listed: {names}.'
+        ),
     },
     "zh": {
         "ask_fallback": (
@@ -98,6 +111,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "args": "以参数 {args} 运行",
         "and": ";",
         "by_agent": "子代理 {agent} 发出请求。",
+        "deferred": (
+            '还有一些工具尚未列出。要使用其中一个，请先用查询 "select:<名称>"（或关键词）'
+            "调用 tool_search，然后再调用它。尚未列出的工具：{names}。"
+        ),
     },
 }
 
@@ -145,21 +162,69 @@ def tool_entry(tool: Tool) -> dict[str, Any]:
     if "type" not in schema:
         # MCP requires an object schema at the top; a raw schema may leave the type implicit.
         schema = {"type": "object", **schema}
-    return {
+    entry: dict[str, Any] = {
         "name": tool.name,
         "title": title(tool),
         "description": tool.description,
         "inputSchema": schema,
         "annotations": tool_annotations(tool),
     }
+    if tool.output_schema is not None:
+        entry["outputSchema"] = dict(tool.output_schema)
+    return entry
+
+
+def deferred_note(names: list[str], locale: str) -> str:
+    """The sentence of the server's instructions that names the deferred tools."""
+    return say(locale, "deferred", names=", ".join(names))
+
+
+def content_block(part: ContentPart) -> dict[str, Any]:
+    """One MCP content block for a part, with its annotations and `_meta` as they came."""
+    block: dict[str, Any]
+    if isinstance(part, TextPart):
+        block = {"type": "text", "text": part.text}
+    elif isinstance(part, ImagePart):
+        block = {"type": "image", "data": part.data, "mimeType": part.mime_type}
+    elif isinstance(part, AudioPart):
+        block = {"type": "audio", "data": part.data, "mimeType": part.mime_type}
+    elif isinstance(part, ResourceLinkPart):
+        block = {"type": "resource_link", "uri": part.uri, "name": part.name}
+        for key, value in (
+            ("title", part.title),
+            ("description", part.description),
+            ("mimeType", part.mime_type),
+            ("size", part.size),
+        ):
+            if value is not None:
+                block[key] = value
+    elif isinstance(part, ResourcePart):
+        resource: dict[str, Any] = {"uri": part.uri}
+        if part.mime_type is not None:
+            resource["mimeType"] = part.mime_type
+        if part.text is not None:
+            resource["text"] = part.text
+        else:
+            resource["blob"] = part.blob or ""
+        block = {"type": "resource", "resource": resource}
+    else:  # a part type this version does not know: its text view
+        block = {"type": "text", "text": parts_text((part,))}
+    if part.annotations:
+        block["annotations"] = dict(part.annotations)
+    if part.meta:
+        block["_meta"] = dict(part.meta)
+    return block
 
 
 def call_result(result: ToolResult) -> dict[str, Any]:
-    """A `tools/call` result: the model-facing text, `isError`, and handrail's outcome in `_meta`.
+    """A `tools/call` result: the content, `isError`, and handrail's outcome in `_meta`.
 
-    There is deliberately no `structuredContent`: some clients hand it to the model instead of
-    `content`, and handrail's content is the text written for the model. Programs read the
-    error code, issues and denial from `_meta["handrail/result"]`.
+    The content is the result's parts when it has some (images, audio, resources, as the tool
+    or the upstream MCP server produced them), else its text. `structuredContent` is sent only
+    when the result has structured content (a tool with an output schema, or an upstream tool
+    that sent it): handrail's own tools return text written for the model, and some clients
+    hand structured content to the model instead. Programs read the error code, issues and
+    denial from `_meta["handrail/result"]`.
     """
     outcome: dict[str, Any] = {
         "ok": result.ok,
@@ -180,11 +245,19 @@ def call_result(result: ToolResult) -> dict[str, Any]:
             "source": result.denial.source,
             "rule": result.denial.rule,
         }
-    return {
-        "content": [{"type": "text", "text": result.content}],
+    content = (
+        [content_block(p) for p in result.parts]
+        if result.parts
+        else [{"type": "text", "text": result.content}]
+    )
+    payload: dict[str, Any] = {
+        "content": content,
         "isError": not result.ok,
         "_meta": {RESULT_META_KEY: outcome},
     }
+    if result.structured is not None:
+        payload["structuredContent"] = dict(result.structured)
+    return payload
 
 
 def _describe(locale: str, q: PermissionRequest) -> str | None:

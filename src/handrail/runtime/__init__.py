@@ -6,9 +6,10 @@ request order; cancellation from outside always propagates; nothing else raises.
 
 Structure, imports flowing one way (each module imports only those listed before it):
 `_messages`, `_threads`, `_shaping` (leaves) → `_calls` (the values passed between stages)
-→ `_results` (refusal results, shaping), `_hooks` (running hooks) → `_runner` (stages 7-8,
-running calls, cancellation) → `_pipeline` (`Pipeline`: stages 1-6 on top of the runner,
-pending approvals) → `_executor` (`Batch`, `StreamingExecutor`: drive a pipeline) →
+→ `_results` (refusal results, shaping) → `_rich` (content parts, structured content),
+`_hooks` (running hooks) → `_runner` (stages 7-8, running calls, cancellation) →
+`_pipeline` (`Pipeline`: stages 1-6 on top of the runner, pending approvals) →
+`_executor` (`Batch`, `StreamingExecutor`: drive a pipeline) →
 `_runtime` (`Runtime`: settings, policy and registry set-up; owns a pipeline, makes executors).
 """
 

@@ -43,6 +43,12 @@ CATALOG: dict[str, dict[str, str]] = {
         "refused": "Refused: {reason}. Only paths inside the allowed roots can be used.",
         "hidden": "Refused: {reason}.",
         "no_output": "({name} completed with no output)",
+        "no_structured": "it returned no structured content",
+        "bad_structured": (
+            "`{name}` declares an output schema, but its result does not match it ({detail}). "
+            "This is a fault of the tool, not of your arguments; do not retry the same call, "
+            "tell the user or use another way."
+        ),
     },
     "zh": {
         "no_tool": "没有名为 `{name}` 的工具。{hint}",
@@ -67,6 +73,11 @@ CATALOG: dict[str, dict[str, str]] = {
         "refused": "已拒绝:{reason}。只能使用允许的根目录内的路径。",
         "hidden": "已拒绝:{reason}。",
         "no_output": "({name} 已完成,没有输出)",
+        "no_structured": "它没有返回结构化内容",
+        "bad_structured": (
+            "`{name}` 声明了输出模式，但其结果不符合（{detail}）。这是工具本身的问题，"
+            "不是参数的问题；不要重复同样的调用，请告知用户或换一种方式。"
+        ),
     },
 }
 

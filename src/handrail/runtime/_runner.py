@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .._context import Session, StateUpdate, ToolContext
-from .._contract import ErrorCode, ProgressEvent, ToolCall, ToolResult, make_result
+from .._contract import ErrorCode, ProgressEvent, TextPart, ToolCall, ToolResult, make_result
 from .._tool import Tool
 from ..errors import ToolFailure
 from ..permissions import Hook, Settings
@@ -28,6 +28,7 @@ from ._calls import Plan, Prepared, ProgressFunc, RunState
 from ._hooks import hook_event, run_post_hooks
 from ._messages import say
 from ._results import exc_text, fail, shape
+from ._rich import fit_parts, rich
 from ._threads import POOL
 
 logger = logging.getLogger("handrail")
@@ -153,10 +154,11 @@ class Runner:
         text: str | None = (
             value if type(value) is str else str(value) if type(value) is int else None
         )
-        if text and len(text) <= tool.max_result_chars:
+        if text and len(text) <= tool.max_result_chars and tool.output_check is None:
             result = make_result(True, text, call.id, tool.name, time.perf_counter() - p.t0)
         else:
-            result = shape(self.locale, value, tool, call, session, p.t0)
+            value = rich(value, tool, self.locale)
+            result = fit_parts(shape(self.locale, value, tool, call, session, p.t0), value)
         if notes or plan.post:
             return await self._post(p, plan, session, result, notes, failed=not result.ok)
         return result
@@ -197,7 +199,10 @@ class Runner:
             extra.extend(await run_post_hooks(hooks, event, cwd))
         if not extra:
             return result
-        content = result.content + "\n\n" + "\n".join(extra)
+        note = "\n".join(extra)
+        content = result.content + "\n\n" + note
+        if result.parts:  # the parts are the full content: the notes go there too
+            return replace(result, content=content, parts=(*result.parts, TextPart(text=note)))
         return replace(result, content=content)
 
     def _context(

@@ -17,6 +17,7 @@ from ._issues import closest as closest
 from ._issues import format_issues as format_issues
 from ._jsonschema import JsonSchemaArgs as JsonSchemaArgs
 from ._messages import Locale as Locale
+from ._output import OutputSchema as OutputSchema
 from ._pydantic import PydanticArgs as PydanticArgs
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "InvalidArguments",
     "JsonSchemaArgs",
     "Locale",
+    "OutputSchema",
     "PydanticArgs",
     "closest",
     "format_issues",
