@@ -27,6 +27,11 @@ Invariants:
   cancel scopes must be left by the task that entered them). A server that stops gives
   EXECUTION_ERROR results, never an exception, and is started again on the next call; a call
   cancelled in handrail sends the MCP cancel notification; MCP progress reaches `ctx.progress`.
+* Nothing waits forever: a call has the server's `timeout` (default `call_timeout`, 600 s),
+  counted from the request (a server's start-up has `startup_timeout` of its own), and ends
+  as TIMEOUT; after a timed-out or cancelled call the server must answer a ping within
+  `health_timeout` seconds, or it is stopped (logged, counted in `restarts`) and started
+  again on its next call. Other servers' tools are not affected.
 * The `mcp` SDK (about 0.9 s to import) is imported on the first start, never by
   `import handrail.mcp`.
 
@@ -56,7 +61,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .. import Registry, Session
 from ..errors import ConfigurationError
 from ..validation import OutputSchema
-from ._client_connection import RemoteServer, describe
+from ._client_connection import DEFAULT_HEALTH_TIMEOUT, RemoteServer, describe
 from ._client_tool import McpTool
 from ._config import McpServerConfig, load_mcp_config
 
@@ -74,6 +79,9 @@ CHARS_PER_TOKEN = 4
 """The estimate: JSON tool definitions run at about four characters per token."""
 DEFAULT_STARTUP_TIMEOUT = 30.0
 """Seconds a server has to start and list its tools."""
+DEFAULT_CALL_TIMEOUT = 600.0
+"""Seconds one call may take when the server's config sets no `timeout`: a hung server must
+not hold a call (and the agent waiting on it) forever."""
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 TASKS_REQUIRED = (
     "it requires MCP tasks (execution.taskSupport is required); handrail calls tools directly, "
@@ -105,6 +113,9 @@ class McpTools:
         token_budget: Tokens the tool definitions may take before all MCP tools are deferred
             (None: never defer; 0: always).
         startup_timeout: Seconds a server has to start and list its tools.
+        call_timeout: Seconds a call may take when the server's config sets no `timeout`; a
+            call past it is TIMEOUT, and a server that then does not answer a ping within
+            `health_timeout` seconds is stopped and started again on its next call.
     """
 
     def __init__(
@@ -114,6 +125,8 @@ class McpTools:
         root: str | Path | None = None,
         token_budget: int | None = DEFAULT_TOKEN_BUDGET,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        health_timeout: float = DEFAULT_HEALTH_TIMEOUT,
     ) -> None:
         configs = (
             list(cast(Mapping[str, McpServerConfig], servers).values())
@@ -122,8 +135,9 @@ class McpTools:
         )
         if token_budget is not None and token_budget < 0:
             raise ConfigurationError("token_budget must be >= 0 (or None to never defer)")
-        if startup_timeout <= 0:
-            raise ConfigurationError("startup_timeout must be positive seconds")
+        if startup_timeout <= 0 or call_timeout <= 0 or health_timeout <= 0:
+            raise ConfigurationError("MCP timeouts must be positive seconds")
+        self.call_timeout = call_timeout
         self.root = Path(root if root is not None else Path.cwd()).resolve()
         self.token_budget = token_budget
         self.startup_timeout = startup_timeout
@@ -137,7 +151,14 @@ class McpTools:
                     f"start with mcp__{prefix}__; rename one of them"
                 )
             prefixes[prefix] = config.name
-            self._servers[config.name] = RemoteServer(config, prefix, self.root, startup_timeout)
+            self._servers[config.name] = RemoteServer(
+                config,
+                prefix,
+                self.root,
+                startup_timeout,
+                health_timeout,
+                call_timeout=config.timeout or call_timeout,
+            )
         self.tools: list[McpTool] = []
         """The imported tools, sorted by name (filled by `start`)."""
         self.failures: dict[str, str] = {}
@@ -174,6 +195,11 @@ class McpTools:
     def servers(self) -> tuple[str, ...]:
         """The configured server names."""
         return tuple(self._servers)
+
+    @property
+    def restarts(self) -> dict[str, int]:
+        """Per server, how often it stopped answering after a timed-out call and was dropped."""
+        return {name: s.restarts for name, s in self._servers.items()}
 
     async def start(self) -> list[McpTool]:
         """Connect to every server and list its tools (once; later calls return `tools`).
@@ -244,7 +270,7 @@ class McpTools:
                     parameters=remote.input_schema,
                     annotations=annotations,
                     title=remote.title,
-                    timeout=server.config.timeout,
+                    timeout=None,  # the server bounds the call itself, not its start-up
                     output_schema=_output_schema(key, remote.output_schema),
                 )
             except ConfigurationError as exc:

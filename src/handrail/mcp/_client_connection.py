@@ -17,7 +17,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from .. import ToolContext, ToolFailure, ToolResult
+from .. import ErrorCode, ToolContext, ToolFailure, ToolResult
 from .._version import __version__
 from ._client_messages import say
 from ._client_results import to_result
@@ -36,6 +36,8 @@ logger = logging.getLogger("handrail.mcp")
 
 _MAX_PAGES = 100
 _CLOSE_GRACE = 10.0
+DEFAULT_HEALTH_TIMEOUT = 5.0
+"""Seconds a server has to answer a request after one of its calls timed out or was cancelled."""
 
 
 def describe(exc: BaseException) -> str:
@@ -62,14 +64,26 @@ class RemoteServer:
     """One configured server: its live connection, started on demand and again after a stop."""
 
     def __init__(
-        self, config: McpServerConfig, prefix: str, root: Path, startup_timeout: float
+        self,
+        config: McpServerConfig,
+        prefix: str,
+        root: Path,
+        startup_timeout: float,
+        health_timeout: float = DEFAULT_HEALTH_TIMEOUT,
+        call_timeout: float | None = None,
     ) -> None:
         self.config = config
         self.name = config.name
         self.prefix = prefix
         self.cwd = (root / config.cwd).resolve() if config.cwd else root
         self.startup_timeout = startup_timeout
+        self.health_timeout = health_timeout
+        self.call_timeout = call_timeout
+        """Seconds one call may take once the server is up (starting it is bounded apart)."""
         self.instructions: str | None = None
+        self.restarts = 0
+        """How often a connection that stopped answering was dropped (restarted on next call)."""
+        self._checking: set[asyncio.Task[None]] = set()
         self._conn: Connection | None = None
         self._starting: asyncio.Task[Connection] | None = None
         self._closing: set[asyncio.Task[None]] = set()
@@ -161,7 +175,20 @@ class RemoteServer:
             ctx.progress(message, progress=progress, total=total)
 
         try:
-            result = await client.call_tool(tool.remote_name, args, progress_callback=on_progress)
+            async with asyncio.timeout(self.call_timeout):
+                result = await client.call_tool(
+                    tool.remote_name, args, progress_callback=on_progress
+                )
+        except TimeoutError as exc:
+            self._check_later(conn)
+            seconds = self.call_timeout or 0
+            text = say(loc, "timeout", server=self.name, tool=tool.name, seconds=seconds)
+            raise ToolFailure(text, code=ErrorCode.TIMEOUT) from exc
+        except asyncio.CancelledError:
+            # A timeout or a cancel: the server may be hung as a whole, not just slow at this
+            # call. Check in the background (this task is being cancelled).
+            self._check_later(conn)
+            raise
         except Exception as exc:
             closed = isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
             if closed or conn.ended:
@@ -186,6 +213,36 @@ class RemoteServer:
             result, name=tool.name, server=self.name, remote_name=tool.remote_name, locale=loc
         )
 
+    def _check_later(self, conn: Connection) -> None:
+        if conn.ended or conn.loop is not asyncio.get_running_loop():
+            return
+        task = conn.loop.create_task(self._check(conn), name=f"mcp-health-{self.name}")
+        self._checking.add(task)
+        task.add_done_callback(self._checking.discard)
+
+    async def _check(self, conn: Connection) -> None:
+        """Ask the server something; one that does not answer in time is dropped.
+
+        The next call starts it again; other servers are not affected.
+        """
+        client = conn.client
+        if client is None or conn.ended:
+            return
+        try:
+            # Listing tools, not a ping: ping is gone from the 2026-07-28 protocol.
+            await asyncio.wait_for(client.list_tools(), self.health_timeout)
+            return
+        except Exception as exc:  # a timeout, a closed stream: either way it is not answering
+            reason = describe(exc) if not isinstance(exc, TimeoutError) else "no answer"
+        logger.warning(
+            "MCP server %r stopped answering (%s) after a call was cancelled or timed out; "
+            "it is stopped and will be started again on the next call",
+            self.name,
+            reason,
+        )
+        self.restarts += 1
+        self._retire(conn)
+
     def _stopped_text(self, conn: Connection, tool: McpTool, locale: str) -> str:
         detail = say(locale, "connection_closed")
         tail = conn.stderr_tail()
@@ -204,6 +261,8 @@ class RemoteServer:
                 await conn.close()
             else:
                 self._retire(conn)
+        for task in list(self._checking):
+            task.cancel()
         for _ in range(3):  # closes retired while this one waited
             if not self._closing:
                 break

@@ -23,6 +23,11 @@ CATALOG: dict[str, dict[str, str]] = {
             "MCP: {detail}."
         ),
         "no_details": "`{tool}` reported an error without details.",
+        "timeout": (
+            "MCP server `{server}` did not answer the call to `{tool}` within {seconds:g} s; "
+            "the call was cancelled on the server. Try again later or with a smaller request, "
+            "or tell the user the server is slow."
+        ),
         "bad_structured": (
             "MCP server `{server}` answered the call to `{tool}` with structured content that "
             "does not match the tool's output schema ({detail}). This is a fault of the server, "
@@ -46,6 +51,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "refused": "MCP 服务器 `{server}` 拒绝了对 `{tool}` 的调用：{detail}。",
         "bad_result": "MCP 服务器 `{server}` 对 `{tool}` 的调用返回了无效的 MCP 结果：{detail}。",
         "no_details": "`{tool}` 报告了错误，但没有给出详情。",
+        "timeout": (
+            "MCP 服务器 `{server}` 未在 {seconds:g} 秒内回应对 `{tool}` 的调用；"
+            "该调用已在服务器上取消。请稍后再试或缩小请求，或告知用户该服务器很慢。"
+        ),
         "bad_structured": (
             "MCP 服务器 `{server}` 对 `{tool}` 的调用返回的结构化内容不符合该工具的输出模式"
             "（{detail}）。这是服务器的问题，不是参数的问题；请告知用户或换一种方式。"

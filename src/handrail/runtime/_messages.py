@@ -29,9 +29,11 @@ CATALOG: dict[str, dict[str, str]] = {
         "waiting_behind": "Not run yet: waiting for the approval of call `{blocker}`.",
         "tool_failed": "{detail}\nThe tool failed; fix the cause or try a different approach.",
         "timeout": (
-            "`{name}` did not finish within {seconds:g} seconds and was stopped. "
+            "`{name}` did not finish within {seconds:g} {unit} and was stopped. "
             "Try a smaller task, or narrower arguments."
         ),
+        "second": "second",
+        "seconds": "seconds",
         "cancelled": "The call was cancelled.",
         "sibling_failed": (
             "Cancelled because the shell call `{failed}` in the same parallel group failed."
@@ -66,7 +68,9 @@ CATALOG: dict[str, dict[str, str]] = {
         "needs_approval": "尚未执行:`{name}` 需要用户批准({reason})。请等待用户的决定。",
         "waiting_behind": "尚未执行:正在等待调用 `{blocker}` 的批准。",
         "tool_failed": "{detail}\n工具执行失败;请修正原因,或换一种做法。",
-        "timeout": "`{name}` 未能在 {seconds:g} 秒内完成,已被停止。请缩小任务或参数范围。",
+        "timeout": "`{name}` 未能在 {seconds:g} {unit}内完成,已被停止。请缩小任务或参数范围。",
+        "second": "秒",
+        "seconds": "秒",
         "cancelled": "该调用已被取消。",
         "sibling_failed": "已取消:同一并行组中的 shell 调用 `{failed}` 失败了。",
         "denied": "权限被拒绝:{reason}。不要原样重试这个调用;请换一种做法或询问用户。",

@@ -169,7 +169,9 @@ class Runner:
         if state.ctx is not None:
             state.ctx.cancel()
         if state.reason == "timeout":
-            text = say(self.locale, "timeout", name=p.tool.name, seconds=plan.timeout or 0)
+            seconds = plan.timeout or 0
+            unit = say(self.locale, "second" if seconds == 1 else "seconds")
+            text = say(self.locale, "timeout", name=p.tool.name, seconds=seconds, unit=unit)
             result = fail(p.call, p.tool.name, p.t0, ErrorCode.TIMEOUT, text)
             return await self._post(p, plan, session, result, notes, failed=True)
         return fail(

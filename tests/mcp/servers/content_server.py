@@ -10,14 +10,16 @@ Tools:
 - weather(city): structured content matching its output schema; bad_weather: breaks it;
 - failing_picture: isError with text and an image;
 - long_job: requires MCP tasks; maybe_task: tasks optional (answers directly);
-- sleep(seconds): answers after a delay; echo(text).
+- sleep(seconds): answers after a delay; freeze: blocks the whole process; pid; echo(text).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import struct
+import time
 import zlib
 from typing import Any
 
@@ -133,6 +135,12 @@ TOOLS: list[dict[str, Any]] = [
         },
     },
     {
+        "name": "freeze",
+        "description": "Block the whole server (a hung process: not even pings are answered).",
+        "inputSchema": {"type": "object"},
+    },
+    {"name": "pid", "description": "The server's process id.", "inputSchema": {"type": "object"}},
+    {
         "name": "echo",
         "description": "Echo the text back.",
         "inputSchema": {
@@ -233,6 +241,10 @@ async def call_tool(
     if name == "sleep":
         await asyncio.sleep(float(args.get("seconds", 0)))
         return {"content": [{"type": "text", "text": "awake"}]}
+    if name == "freeze":
+        time.sleep(3600)  # blocks the event loop on purpose
+    if name == "pid":
+        return {"content": [{"type": "text", "text": str(os.getpid())}]}
     if name == "echo":
         return {"content": [{"type": "text", "text": str(args.get("text", ""))}]}
     return {"content": [{"type": "text", "text": f"no tool {name}"}], "isError": True}
