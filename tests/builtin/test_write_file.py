@@ -105,10 +105,47 @@ async def test_a_new_file_is_utf8_with_lf(ws: Path, rt: Runtime) -> None:
     assert r.metadata["lines"] == 2
 
 
-async def test_crlf_sent_for_a_new_file_is_stored_as_lf(ws: Path, rt: Runtime) -> None:
-    r = await write(rt, "a.txt", "one\r\ntwo\r\n")
-    assert r.ok
-    assert (ws / "a.txt").read_bytes() == b"one\ntwo\n"
+async def test_crlf_sent_for_a_new_file_is_kept_byte_for_byte(ws: Path, rt: Runtime) -> None:
+    r = await write(rt, "a.bat", "@echo off\r\necho é\r\n")
+    assert r.ok, r.content
+    assert (ws / "a.bat").read_bytes() == "@echo off\r\necho é\r\n".encode()
+    assert norm(r.content, ws) == snapshot("Created WS/a.bat: 2 lines (+2 -0).")
+    assert r.metadata["format"] == "UTF-8, CRLF"
+    assert r.diff == snapshot("""\
+--- a/a.bat
++++ b/a.bat
+@@ -0,0 +1,2 @@
++@echo off
++echo é
+""")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        pytest.param("a\r\nb\nc\r\n", id="crlf-and-lf"),
+        pytest.param("a\nb\r\nc", id="lf-and-crlf-no-final-newline"),
+        pytest.param("a\rb\rc\n", id="cr-and-lf"),
+        pytest.param("\r\n\r\n", id="only-crlf"),
+    ],
+)
+async def test_mixed_line_endings_in_a_new_file_are_kept(
+    ws: Path, rt: Runtime, content: str
+) -> None:
+    r = await write(rt, "mixed.txt", content)
+    assert r.ok, r.content
+    assert (ws / "mixed.txt").read_bytes() == content.encode()
+
+
+async def test_an_existing_crlf_file_still_gets_crlf_for_lf_text(ws: Path, rt: Runtime) -> None:
+    # Created with CRLF as sent; replaced afterwards with LF text, it keeps its CRLF.
+    await write(rt, "a.txt", "one\r\ntwo\r\n")
+    r = await write(rt, "a.txt", "one\ntwo\nthree\n")
+    assert r.ok, r.content
+    assert (ws / "a.txt").read_bytes() == b"one\r\ntwo\r\nthree\r\n"
+    assert norm(r.content, ws) == snapshot(
+        "Updated WS/a.txt: 3 lines (+1 -0). Kept its format: UTF-8, CRLF."
+    )
 
 
 async def test_missing_parent_folders_are_created(ws: Path, rt: Runtime) -> None:

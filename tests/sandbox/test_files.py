@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+import handrail.sandbox._atomic as _atomic
 import handrail.sandbox._files as _files
 from handrail import ErrorCode, Session, ToolContext, ToolFailure
 from handrail.sandbox import (
@@ -42,7 +46,33 @@ def ctx_for(root: Path) -> ToolContext:
 
 
 def temp_files(folder: Path) -> list[str]:
-    return [n for n in os.listdir(folder) if n.endswith(".handrail-tmp")]
+    """Everything in `folder` that looks like a temporary file of handrail's."""
+    return [n for n in os.listdir(folder) if ".handrail-" in n or n.endswith(".tmp")]
+
+
+def dead_pid() -> int:
+    """The PID of a process that has exited and been reaped (its reuse meanwhile: negligible)."""
+    proc = subprocess.Popen(["true"])
+    proc.wait(timeout=30)
+    return proc.pid
+
+
+def unnamed_files_work(folder: Path) -> bool:
+    """Whether this file system makes O_TMPFILE files."""
+    try:
+        fd = os.open(folder, getattr(os, "O_TMPFILE", 0) | os.O_WRONLY, 0o600)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+@pytest.fixture(params=["unnamed", "named"])
+def write_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test over both ways of writing: O_TMPFILE, and the portable named temp file."""
+    if request.param == "named":
+        monkeypatch.setattr(_atomic, "_O_TMPFILE", 0)
+    return str(request.param)
 
 
 # -- list_dir_names ----------------------------------------------------------------------------
@@ -159,7 +189,7 @@ def test_ensure_parent_refuses_outside_and_protected_folders(tree: Path) -> None
 # -- atomic_write ------------------------------------------------------------------------------
 
 
-def test_atomic_write_creates_with_the_umask_mode(tree: Path) -> None:
+def test_atomic_write_creates_with_the_umask_mode(tree: Path, write_path: str) -> None:
     ws = tree / "ws"
     umask = os.umask(0o027)
     try:
@@ -171,7 +201,7 @@ def test_atomic_write_creates_with_the_umask_mode(tree: Path) -> None:
     assert temp_files(ws) == []
 
 
-def test_atomic_write_keeps_the_mode_and_replaces_the_inode(tree: Path) -> None:
+def test_atomic_write_keeps_the_mode_and_replaces_the_inode(tree: Path, write_path: str) -> None:
     ws = tree / "ws"
     (ws / "run.sh").write_bytes(b"old")
     os.chmod(ws / "run.sh", 0o755)
@@ -214,7 +244,7 @@ def test_atomic_write_refuses_a_directory(tree: Path) -> None:
 
 
 def test_a_failed_rename_leaves_the_old_content_and_no_temp_file(
-    tree: Path, monkeypatch: pytest.MonkeyPatch
+    tree: Path, monkeypatch: pytest.MonkeyPatch, write_path: str
 ) -> None:
     ws = tree / "ws"
     (ws / "a.txt").write_bytes(b"old")
@@ -232,7 +262,7 @@ def test_a_failed_rename_leaves_the_old_content_and_no_temp_file(
 
 
 def test_a_failed_write_leaves_the_old_content_and_no_temp_file(
-    tree: Path, monkeypatch: pytest.MonkeyPatch
+    tree: Path, monkeypatch: pytest.MonkeyPatch, write_path: str
 ) -> None:
     ws = tree / "ws"
     (ws / "a.txt").write_bytes(b"old")
@@ -251,6 +281,197 @@ def test_a_failed_write_leaves_the_old_content_and_no_temp_file(
     monkeypatch.undo()
     assert (ws / "a.txt").read_bytes() == b"old"
     assert temp_files(ws) == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to name the file")
+@pytest.mark.parametrize("exists", [True, False], ids=["replace", "create"])
+def test_the_data_is_written_without_a_name(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, exists: bool
+) -> None:
+    # What a SIGKILL during the write would leave: the folder as it is while the data is
+    # synced. Unnamed (O_TMPFILE), nothing new is there yet; the name comes after.
+    ws = tree / "ws"
+    if not unnamed_files_work(ws):
+        pytest.skip("this file system has no O_TMPFILE")
+    if exists:
+        (ws / "a.txt").write_bytes(b"old")
+    real_fsync = os.fsync
+    seen: list[list[str]] = []
+
+    def looking(fd: int) -> None:
+        seen.append(sorted(os.listdir(ws)))
+        real_fsync(fd)
+
+    monkeypatch.setattr(_files.os, "fsync", looking)
+    atomic_write("a.txt", b"new", ctx_for(ws))
+    monkeypatch.undo()
+    assert seen[0] == (["a.txt"] if exists else [])  # the data's fsync, before any name
+    assert (ws / "a.txt").read_bytes() == b"new"
+    assert temp_files(ws) == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to name the file")
+def test_a_new_file_gets_its_own_name_directly(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = tree / "ws"
+    if not unnamed_files_work(ws):
+        pytest.skip("this file system has no O_TMPFILE")
+    (ws / "old.txt").write_bytes(b"old")
+    real_link = os.link
+    names: list[str] = []
+
+    def recording(
+        src: str, dst: str, *, dst_dir_fd: int | None = None, follow_symlinks: bool = True
+    ) -> None:
+        names.append(dst)
+        real_link(src, dst, dst_dir_fd=dst_dir_fd, follow_symlinks=follow_symlinks)
+
+    monkeypatch.setattr(_files.os, "link", recording)
+    atomic_write("new.txt", b"new", ctx_for(ws))
+    atomic_write("old.txt", b"newer", ctx_for(ws))
+    monkeypatch.undo()
+    assert names[0] == "new.txt"  # no temporary name at all
+    assert re.fullmatch(rf"\.old\.txt\.handrail-{os.getpid()}-[0-9a-f]{{12}}\.tmp", names[1])
+    assert (ws / "new.txt").read_bytes() == b"new"
+    assert (ws / "old.txt").read_bytes() == b"newer"
+    assert temp_files(ws) == []
+
+
+def test_a_proc_that_cannot_link_falls_back_to_a_named_file(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = tree / "ws"
+    (ws / "a.txt").write_bytes(b"old")
+    os.chmod(ws / "a.txt", 0o640)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError(2, "No such file or directory")
+
+    monkeypatch.setattr(_files.os, "link", refuse)
+    atomic_write("a.txt", b"new", ctx_for(ws))
+    atomic_write("b.txt", b"bee", ctx_for(ws))
+    monkeypatch.undo()
+    assert (ws / "a.txt").read_bytes() == b"new"
+    assert stat.S_IMODE(os.stat(ws / "a.txt").st_mode) == 0o640
+    assert (ws / "b.txt").read_bytes() == b"bee"
+    assert temp_files(ws) == []
+
+
+def test_a_new_file_created_meanwhile_is_replaced_as_before(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Absent at the check, present when the unnamed file is linked: the link fails, and the
+    # file is replaced by a rename, as a write always did.
+    ws = tree / "ws"
+    if not unnamed_files_work(ws):
+        pytest.skip("this file system has no O_TMPFILE")
+    real_open_unnamed = _atomic._open_unnamed
+
+    def open_then_create(dfd: int) -> int | None:
+        (ws / "a.txt").write_bytes(b"someone else")
+        return real_open_unnamed(dfd)
+
+    monkeypatch.setattr(_atomic, "_open_unnamed", open_then_create)
+    atomic_write("a.txt", b"mine", ctx_for(ws), mode=0o600)
+    assert (ws / "a.txt").read_bytes() == b"mine"
+    assert stat.S_IMODE(os.stat(ws / "a.txt").st_mode) == 0o600
+    assert temp_files(ws) == []
+
+
+def test_a_long_name_still_gets_a_temporary_name(tree: Path, write_path: str) -> None:
+    ws = tree / "ws"
+    for name in ("x" * 255, "é" * 127):  # at NAME_MAX (255 bytes) already
+        (ws / name).write_bytes(b"old")
+        atomic_write(name, b"new", ctx_for(ws))
+        assert (ws / name).read_bytes() == b"new"
+    assert temp_files(ws) == []
+
+
+def test_the_umask_is_read_without_changing_it(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # os.umask(0) then os.umask(old) would leave other threads a moment with umask 0.
+    ws = tree / "ws"
+    if _atomic._read_umask() is None:
+        pytest.skip("no Umask line in /proc/self/status")
+    umask = os.umask(0o027)
+    try:
+
+        def forbidden(mask: int) -> int:
+            raise AssertionError("atomic_write changed the process umask")
+
+        monkeypatch.setattr(_atomic.os, "umask", forbidden)
+        atomic_write("new.txt", b"data", ctx_for(ws))
+        monkeypatch.undo()
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(os.stat(ws / "new.txt").st_mode) == 0o640
+
+
+# -- the sweep of stale temporary files ------------------------------------------------------
+
+
+@pytest.fixture
+def sweep_due(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forget which directories this process swept (a reused inode would look swept)."""
+    monkeypatch.setattr(_atomic, "_SWEPT", {})
+
+
+@pytest.mark.usefixtures("sweep_due")
+def test_a_write_sweeps_the_temporary_files_of_dead_writers(tree: Path) -> None:
+    ws = tree / "ws"
+    live = subprocess.Popen(["sleep", "30"])
+    zombie = subprocess.Popen(["true"])
+    try:
+        deadline = time.monotonic() + 10  # generous bound for `true` to exit (left unreaped)
+        while _atomic._writer_gone(zombie.pid) is False and time.monotonic() < deadline:
+            time.sleep(0.01)
+        dead = dead_pid()
+        names = {
+            "dead": f".a.txt.handrail-{dead}-{'0' * 12}.tmp",
+            "zombie": f".b.txt.handrail-{zombie.pid}-{'1' * 12}.tmp",
+            "dead-other-name": f".other.handrail-{dead}-{'2' * 12}.tmp",
+            "live": f".a.txt.handrail-{live.pid}-{'3' * 12}.tmp",
+            "mine": f".a.txt.handrail-{os.getpid()}-{'4' * 12}.tmp",
+            "not-hidden": f"a.txt.handrail-{dead}-{'5' * 12}.tmp",
+            "old-style": ".a.txt.0123456789ab.handrail-tmp",
+            "user-file": "notes.tmp",
+        }
+        for name in names.values():
+            (ws / name).write_bytes(b"partial")
+        atomic_write("a.txt", b"new", ctx_for(ws))
+        left = set(os.listdir(ws))
+    finally:
+        live.kill()
+        live.wait(timeout=10)
+        zombie.wait(timeout=10)
+    gone = {key for key, name in names.items() if name not in left}
+    assert gone == {"dead", "zombie", "dead-other-name"}
+    assert "a.txt" in left
+
+
+@pytest.mark.usefixtures("sweep_due")
+def test_a_directory_is_listed_again_only_after_the_interval(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Listing a folder costs about 1 ms per 1,000 entries: not on every write.
+    ws = tree / "ws"
+    atomic_write("a.txt", b"1", ctx_for(ws))
+    stale = ws / f".a.txt.handrail-{dead_pid()}-{'0' * 12}.tmp"
+    stale.write_bytes(b"partial")
+    atomic_write("a.txt", b"2", ctx_for(ws))
+    assert stale.exists()
+    monkeypatch.setattr(_atomic, "SWEEP_INTERVAL", 0.0)
+    atomic_write("a.txt", b"3", ctx_for(ws))
+    assert not stale.exists()
+
+
+@pytest.mark.usefixtures("sweep_due")
+def test_the_sweep_does_not_run_when_the_write_fails(tree: Path) -> None:
+    ws = tree / "ws"
+    (ws / "d").mkdir()
+    stale = ws / f".x.handrail-{dead_pid()}-{'0' * 12}.tmp"
+    stale.write_bytes(b"partial")
+    with pytest.raises(ToolFailure):
+        atomic_write("d", b"x", ctx_for(ws))
+    assert stale.exists()
 
 
 def test_atomic_write_outside_the_roots_is_refused(tree: Path) -> None:

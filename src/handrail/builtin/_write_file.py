@@ -2,8 +2,9 @@
 
 An existing file is replaced only if this session read it in full and its bytes are unchanged
 since (a formatter that only touched the mtime does not block). It keeps its encoding, byte-order
-mark and dominant line ending: the model sends LF text, which is converted. New files are UTF-8
-with LF. The write is atomic (the sandbox's `atomic_write`: temporary file, fsync, rename, mode
+mark and dominant line ending: the model sends LF text, which is converted. A new file gets
+exactly the text the model sent, as UTF-8: its line endings (LF, CRLF or a mix) byte for byte.
+The write is atomic (the sandbox's `atomic_write`: unnamed file, fsync, link or rename, mode
 kept), and afterwards the session knows the new content, so the next edit needs no re-read.
 
 Nothing here opens, resolves or checks a path itself: the sandbox does (`confine_write`,
@@ -38,6 +39,7 @@ from ..sandbox import (
     diff_stat,
     encode_text,
     ensure_parent,
+    newline_of,
     read_file_bytes,
     sniff_binary,
     split_lines,
@@ -202,12 +204,14 @@ class WriteFile(Tool):
         """Write the file and report what changed."""
         loc = ctx.locale
         path = confine_write(args.file_path, ctx)
-        new_lf = args.content.replace("\r\n", "\n")
         st = stat_file(path)
         old_data: bytes | None = None
         old_identity: tuple[int, int, int] | None = None
         if st is None:
-            fmt = _DEFAULT_FORMAT
+            # A new file gets exactly the text sent; only the diff and line count see LF.
+            fmt = TextFormat(newline=newline_of(args.content))
+            new_lf = _as_lf(args.content, fmt)
+            data = encode_text(args.content, _DEFAULT_FORMAT)
             old_lf = ""
         else:
             self._check_replaceable(path, st.st_mode, st.st_size, loc)
@@ -225,8 +229,10 @@ class WriteFile(Tool):
             old_lf = _as_lf(old_text, fmt)
             old_data = current.data
             old_identity = (current.mtime_ns, current.size, st.st_ino)
-        on_disk = new_lf if fmt.newline == "\n" else new_lf.replace("\n", fmt.newline)
-        data = encode_text(on_disk, fmt)
+            # An existing file keeps its line ending: the model's text is converted to it.
+            new_lf = args.content.replace("\r\n", "\n")
+            on_disk = new_lf if fmt.newline == "\n" else new_lf.replace("\n", fmt.newline)
+            data = encode_text(on_disk, fmt)
         lines = len(split_lines(new_lf))
         added, removed = diff_stat(old_lf, new_lf)
         rel = shown_path(path, ctx)

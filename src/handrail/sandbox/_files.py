@@ -3,9 +3,10 @@
 Reads open the resolved path without following a symlink on the final component, refuse
 anything that is not a regular file before reading from it (a FIFO is never opened for
 reading: it could block forever), and check the path that was actually opened against the
-roots. Writes go to a temporary file in the same directory (opened through a directory handle
-whose real location is checked), are fsynced, keep the file's mode, and replace the target
-with one rename, so a crash at any instant leaves the old content or the new, never a mix.
+roots. Writes go to an unnamed file in the same directory (opened through a directory handle
+whose real location is checked), are fsynced, keep the file's mode, and take the target's
+name with one link or rename (`_atomic`), so a crash at any instant leaves the old content or
+the new, never a mix, and (where Linux allows) no temporary file to clean up.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,6 +22,7 @@ from pathlib import Path
 from .._context import ToolContext
 from .._contract import ErrorCode
 from ..errors import ToolFailure
+from ._atomic import current_umask, replace_in_dir, sweep_stale_temps
 from ._confine import confine_read, confine_write, inside, protected_part, refuse_hidden
 
 __all__ = [
@@ -232,12 +233,14 @@ def atomic_write(path: str, data: bytes, ctx: ToolContext, *, mode: int | None =
     """Replace (or create) a file inside the write roots with `data`, atomically.
 
     The existing file's permission bits are kept (new files get 0o666 minus the umask, or
-    `mode`). A symbolic link at the target is refused, never followed.
+    `mode`). A symbolic link at the target is refused, never followed. A SIGKILL at any
+    instant leaves the old bytes or the new ones and, but for a link-to-rename gap of a few
+    microseconds, no temporary file; such a leftover is removed by a later write into the
+    directory once its writer is dead (see `_atomic`).
     """
     resolved = confine_write(path, ctx)
     parent, name = os.path.split(resolved)
     dfd = _open_dir_checked(parent, ctx.write_roots)
-    tmp = f".{name}.{secrets.token_hex(6)}.handrail-tmp"
     try:
         try:
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
@@ -251,34 +254,15 @@ def atomic_write(path: str, data: bytes, ctx: ToolContext, *, mode: int | None =
                 f"{resolved} is {file_kind(st.st_mode)}; it was not replaced.", code=code
             )
         if mode is None:
-            if st is not None:
-                mode = stat.S_IMODE(st.st_mode)
-            else:
-                umask = os.umask(0)
-                os.umask(umask)
-                mode = 0o666 & ~umask
-        fd = os.open(
-            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o600, dir_fd=dfd
-        )
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fchmod(fd, mode)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        tmp = ""
+            mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~current_umask()
+        replace_in_dir(dfd, name, data, mode, exists=st is not None)
         with contextlib.suppress(OSError):
-            os.fsync(dfd)  # make the rename itself durable
+            os.fsync(dfd)  # make the rename (or link) itself durable
     except OSError as exc:
         raise ToolFailure(
             f"cannot write {resolved}: {exc.strerror}; the file is unchanged."
         ) from exc
+    else:
+        sweep_stale_temps(dfd)
     finally:
-        if tmp:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dfd)
         os.close(dfd)
