@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import codecs
 import os
 from pathlib import Path
@@ -10,7 +11,16 @@ from typing import Any
 import pytest
 from inline_snapshot import snapshot
 
-from handrail import ErrorCode, Registry, Runtime, ToolCall, ToolResult
+from handrail import (
+    ErrorCode,
+    ImagePart,
+    Registry,
+    ResourcePart,
+    Runtime,
+    TextPart,
+    ToolCall,
+    ToolResult,
+)
 from handrail.builtin._read_file import ReadFile
 from handrail.builtin._write_file import WriteFile
 
@@ -62,7 +72,7 @@ def test_description_flags_and_schema() -> None:
     assert not tool.is_destructive(None)
     assert tool.is_idempotent(None)
     assert tool.description == snapshot(
-        "Read a text file. Returns its lines as `N<TAB>text` (N is the 1-based line number), the first 2000 lines by default; when more remains, a footer says which offset to call again with. Lines longer than 2000 characters are cut, with a marker. Use this rather than run_shell with cat, head, tail or sed to look at a file. Read a file in full (page by page if it is long) before changing it with edit_file or write_file. Not for directories (use list_files) or binary files (images, archives, executables); to find where something is, use grep_search first."
+        "Read a text file. Returns its lines as `N<TAB>text` (N is the 1-based line number), the first 2000 lines by default; when more remains, a footer says which offset to call again with. Lines longer than 2000 characters are cut, with a marker. Use this rather than run_shell with cat, head, tail or sed to look at a file. Read a file in full (page by page if it is long) before changing it with edit_file or write_file. Images (PNG, JPEG, GIF, WebP) and PDFs come back as attachments; not for directories (use list_files) or other binary files (archives, executables). To find where something is, use grep_search first."
     )
     assert tool.usage == snapshot(
         "read_file: the line number and TAB before each line are not part of the file; copy only the text after the TAB into edit_file's old_string. A footer `showing lines A-B of N; call again with offset=B+1` means the file goes on: call again with that offset to see more. Asking again for lines you already read, unchanged, returns a short note instead of the text; rely on your earlier output."
@@ -278,12 +288,65 @@ async def test_a_lone_newline_is_one_empty_line(ws: Path, rt: Runtime) -> None:
 
 
 async def test_binary_file_says_what_it_looks_like_and_its_size(ws: Path, rt: Runtime) -> None:
-    (ws / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 2040)
-    r = await read(rt, "logo.png")
+    (ws / "bundle.zip").write_bytes(b"PK\x03\x04" + b"\x00" * 2044)
+    r = await read(rt, "bundle.zip")
     assert r.error == ErrorCode.BINARY_FILE
     assert norm(r.content, ws) == snapshot(
-        "WS/logo.png looks like a PNG image (2.0 KB), not text; read_file shows only text files. If you need to know more about it, use a tool made for that format through run_shell (for example `file`, or `unzip -l` for an archive)."
+        "WS/bundle.zip looks like a ZIP archive (or a format built on it: docx, xlsx, jar, whl) (2.0 KB), not text; read_file shows only text files. If you need to know more about it, use a tool made for that format through run_shell (for example `file`, or `unzip -l` for an archive)."
     )
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 2040
+
+
+async def test_an_image_comes_back_as_an_image_part_with_its_bytes(ws: Path, rt: Runtime) -> None:
+    (ws / "logo.png").write_bytes(PNG)
+    (ws / "pic.webp").write_bytes(b"RIFF\x10\x00\x00\x00WEBPVP8 " + b"\x01" * 8)
+    r = await read(rt, "logo.png")
+    assert (r.ok, r.summary) == (True, "Read logo.png (a PNG image, attached)")
+    intro, image = r.parts
+    assert isinstance(intro, TextPart) and isinstance(image, ImagePart)
+    assert (image.mime_type, base64.b64decode(image.data)) == ("image/png", PNG)
+    assert norm(r.content, ws) == snapshot(
+        """\
+WS/logo.png is a PNG image (2.0 KB); it is attached below.
+[image: image/png, 2048 bytes]\
+"""
+    )
+    webp = await read(rt, "pic.webp")
+    assert isinstance(webp.parts[1], ImagePart) and webp.parts[1].mime_type == "image/webp"
+
+
+async def test_a_pdf_comes_back_as_an_embedded_resource(ws: Path, rt: Runtime) -> None:
+    (ws / "doc.pdf").write_bytes(b"%PDF-1.4\n%%EOF\n")
+    r = await read(rt, "doc.pdf")
+    doc = r.parts[1]
+    assert isinstance(doc, ResourcePart) and doc.mime_type == "application/pdf"
+    assert doc.uri == (ws / "doc.pdf").as_uri()
+    assert base64.b64decode(doc.blob or "") == b"%PDF-1.4\n%%EOF\n"
+
+
+async def test_an_image_over_the_attach_cap_is_refused_with_what_to_do(ws: Path) -> None:
+    (ws / "logo.png").write_bytes(PNG)
+    small = make_runtime(ws, read_file=ReadFile(attach_max_bytes=1000))
+    r = await read(small, "logo.png")
+    assert (r.error, r.parts) == (ErrorCode.BINARY_FILE, ())
+    assert norm(r.content, ws) == snapshot(
+        "WS/logo.png is a PNG image of 2.0 KB, over the 1000 bytes that read_file attaches; it is not shown. Make a smaller copy with run_shell if a tool for that is installed (for example `convert` for an image, `pdftotext` for a PDF), then read that."
+    )
+    never = make_runtime(ws, read_file=ReadFile(attach_max_bytes=0))
+    assert (await read(never, "logo.png")).error == ErrorCode.BINARY_FILE
+
+
+async def test_an_image_outside_the_roots_is_not_attached(ws: Path, rt: Runtime) -> None:
+    secret = ws.parent / "secret.png"
+    secret.write_bytes(PNG + b"CANARY")
+    (ws / "link.png").symlink_to(secret)
+    for path in (secret, "link.png"):
+        r = await read(rt, path)
+        assert (r.ok, r.parts) == (False, ())
+        assert r.error in (ErrorCode.OUTSIDE_READ_ROOTS, ErrorCode.PERMISSION_DENIED)
+        assert base64.b64encode(PNG + b"CANARY").decode() not in repr(r)
 
 
 async def test_nul_bytes_make_a_file_binary(ws: Path, rt: Runtime) -> None:
@@ -321,6 +384,18 @@ async def test_a_fifo_is_refused_without_being_opened(ws: Path) -> None:
     assert r.error == ErrorCode.NOT_A_FILE
     assert norm(r.content, ws) == snapshot(
         "WS/pipe is a FIFO (named pipe), not a regular file, so read_file does not open it (reading it could block or never end). Read a regular file instead."
+    )
+
+
+async def test_a_symlink_loop_is_named_as_one(ws: Path, rt: Runtime) -> None:
+    # Found by tests/reliability/test_fuzz_tools.py: it said "is not a regular file, not a
+    # regular file".
+    os.symlink("loop2", ws / "loop1")
+    os.symlink("loop1", ws / "loop2")
+    r = await read(rt, "loop1")
+    assert r.error == ErrorCode.NOT_A_FILE
+    assert norm(r.content, ws) == snapshot(
+        "WS/loop1 is a symbolic link that never reaches a file (the links form a loop). Read the file it was meant to point to; list_files shows what is there."
     )
 
 

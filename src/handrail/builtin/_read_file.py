@@ -6,6 +6,10 @@ is recorded per path (mtime, size, sha256, line ranges): reading a file page by 
 counts as reading it in full, and asking again for lines already seen, unchanged, returns a
 short note instead of the same text.
 
+An image (PNG, JPEG, GIF, WebP) or a PDF up to `attach_max_bytes` comes back as a content
+part after one line of text, for the providers that take one (the others get the text view,
+which names it); larger ones, and every other binary file, are refused with BINARY_FILE.
+
 Nothing here opens, resolves or checks a path itself: the sandbox does (`confine_read`,
 `stat_file`, `read_file_bytes`, `list_dir_names`), and directories, FIFOs and devices are
 refused from their `lstat` before anything is opened.
@@ -13,10 +17,12 @@ refused from their `lstat` before anything is opened.
 
 from __future__ import annotations
 
+import base64
 import os.path
 import re
 import stat
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, Field
@@ -25,9 +31,12 @@ from .. import (
     CallView,
     Display,
     ErrorCode,
+    ImagePart,
     PermissionRequest,
     ReadPath,
+    ResourcePart,
     Session,
+    TextPart,
     Tool,
     ToolContext,
     ToolFailure,
@@ -59,6 +68,16 @@ MAX_LINE_CHARS = 2000
 MAX_OUTPUT_CHARS = 100_000
 """About 25k tokens: a page stops early (with the paging footer) rather than grow past this."""
 MAX_READ_BYTES = 256 * 1024 * 1024
+ATTACH_MAX_BYTES = 3_750_000
+"""Images and PDFs up to this size are returned as content parts: base64 makes it 5 MB, the
+most Anthropic accepts for one image (OpenAI and Gemini accept more)."""
+_ATTACHABLE: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"%PDF-", "application/pdf"),
+)
 """Files larger than this are not read at all (paging cannot help: each page reads the file)."""
 
 _NOTES_KEY = "read_file"
@@ -82,6 +101,10 @@ CATALOG = {
             "{path} is {kind}, not a regular file, so read_file does not open it (reading it "
             "could block or never end). Read a regular file instead."
         ),
+        "link_loop": (
+            "{path} is a symbolic link that never reaches a file (the links form a loop). "
+            "Read the file it was meant to point to; list_files shows what is there."
+        ),
         "too_large": (
             "{path} is {size}, over read_file's limit of {limit}, so it is not read at all "
             "(paging cannot help at this size). Use grep_search to find the lines you need, or "
@@ -92,6 +115,13 @@ CATALOG = {
             "If you need to know more about it, use a tool made for that format through "
             "run_shell (for example `file`, or `unzip -l` for an archive)."
         ),
+        "attached": "{path} is {what} ({size}); it is attached below.",
+        "too_big_to_attach": (
+            "{path} is {what} of {size}, over the {limit} that read_file attaches; it is not "
+            "shown. Make a smaller copy with run_shell if a tool for that is installed (for "
+            "example `convert` for an image, `pdftotext` for a PDF), then read that."
+        ),
+        "summary_attached": "Read {path} ({what}, attached)",
         "offset_past_end": (
             "offset {offset} is past the end of {path}, which has {lines}. Call read_file "
             "again with an offset from 1 to {total}."
@@ -111,7 +141,7 @@ CATALOG = {
         "fifo": "a FIFO (named pipe)",
         "device": "a device",
         "socket": "a socket",
-        "other": "not a regular file",
+        "other": "a special file",
         "lines_one": "1 line",
         "lines_many": "{n} lines",
     },
@@ -129,6 +159,10 @@ CATALOG = {
             "{path} 是{kind},不是普通文件,read_file 不会打开它(读取可能阻塞或永不结束)。"
             "请改为读取普通文件。"
         ),
+        "link_loop": (
+            "{path} 是一个永远指不到文件的符号链接(链接构成了循环)。"
+            "请读取它本应指向的文件;用 list_files 查看那里有什么。"
+        ),
         "too_large": (
             "{path} 大小为 {size},超过 read_file 的上限 {limit},因此完全不读取"
             "(文件这么大,分页也无济于事)。请用 grep_search 查找需要的行,"
@@ -139,6 +173,13 @@ CATALOG = {
             "如需了解更多,请通过 run_shell 使用适合该格式的工具"
             "(例如 `file`,或对压缩包用 `unzip -l`)。"
         ),
+        "attached": "{path} 是{what}({size}),已附在下面。",
+        "too_big_to_attach": (
+            "{path} 是{what},大小 {size},超过 read_file 附带的上限 {limit},因此不显示。"
+            "如果装有相应工具,请用 run_shell 生成一个更小的副本"
+            "(例如图片用 `convert`,PDF 用 `pdftotext`),再读取它。"
+        ),
+        "summary_attached": "读取 {path}({what},已附上)",
         "offset_past_end": (
             "offset {offset} 超出了 {path} 的末尾(该文件共 {total} 行)。"
             "请用 1 到 {total} 之间的 offset 再次调用 read_file。"
@@ -157,7 +198,7 @@ CATALOG = {
         "fifo": "一个 FIFO(命名管道)",
         "device": "一个设备文件",
         "socket": "一个套接字",
-        "other": "非普通文件",
+        "other": "一个特殊文件",
         "lines_one": "1 行",
         "lines_many": "{n} 行",
     },
@@ -220,8 +261,9 @@ class ReadFile(Tool):
         "call again with. Lines longer than 2000 characters are cut, with a marker. Use this "
         "rather than run_shell with cat, head, tail or sed to look at a file. Read a file in "
         "full (page by page if it is long) before changing it with edit_file or write_file. "
-        "Not for directories (use list_files) or binary files (images, archives, "
-        "executables); to find where something is, use grep_search first."
+        "Images (PNG, JPEG, GIF, WebP) and PDFs come back as attachments; not for "
+        "directories (use list_files) or other binary files (archives, executables). To "
+        "find where something is, use grep_search first."
     )
     usage = (
         "read_file: the line number and TAB before each line are not part of the file; copy "
@@ -242,10 +284,13 @@ class ReadFile(Tool):
         *,
         max_bytes: int = MAX_READ_BYTES,
         max_output_chars: int = MAX_OUTPUT_CHARS,
+        attach_max_bytes: int = ATTACH_MAX_BYTES,
         **options: Any,
     ) -> None:
         self.max_bytes = max_bytes
         """Files larger than this are refused with FILE_TOO_LARGE."""
+        self.attach_max_bytes = attach_max_bytes
+        """Images and PDFs up to this size come back as content parts (0: never)."""
         self.max_output_chars = max_output_chars
         """A page stops early (with the paging footer) before its text grows past this."""
         # The tool pages itself: room for the page plus a footer, so the runtime never cuts it.
@@ -269,6 +314,9 @@ class ReadFile(Tool):
         refuse_hidden(path, ctx)  # again at open time: the policy saw the path before the run
         data = self._load(path, ctx)
         what = sniff_binary(data.data)
+        mime = _attachable(data.data) if what is not None else None
+        if mime is not None and self.attach_max_bytes > 0:
+            return self._attach(path, data, what or mime, mime, ctx)
         if what is not None:
             raise ToolFailure(
                 text(loc, CATALOG, "binary", path=path, what=what, size=size_text(data.size)),
@@ -331,6 +379,33 @@ class ReadFile(Tool):
             metadata=meta,
         )
 
+    def _attach(
+        self, path: str, data: FileData, what: str, mime: str, ctx: ToolContext
+    ) -> ToolResult:
+        """An image or a PDF as a content part, after one line that names it."""
+        loc = ctx.locale
+        size = size_text(data.size)
+        if data.size > self.attach_max_bytes:
+            limit = size_text(self.attach_max_bytes)
+            raise ToolFailure(
+                text(
+                    loc, CATALOG, "too_big_to_attach", path=path, what=what, size=size, limit=limit
+                ),
+                code=ErrorCode.BINARY_FILE,
+            )
+        intro = TextPart(text=text(loc, CATALOG, "attached", path=path, what=what, size=size))
+        if mime.startswith("image/"):
+            part: ImagePart | ResourcePart = ImagePart.of(data.data, mime)
+        else:
+            blob = base64.b64encode(data.data).decode("ascii")
+            part = ResourcePart(uri=Path(path).as_uri(), mime_type=mime, blob=blob)
+        rel = shown_path(path, ctx)
+        return ToolResult.success(
+            parts=(intro, part),
+            summary=text(loc, CATALOG, "summary_attached", path=rel, what=what),
+            metadata={"path": path, "mime_type": mime, "size": data.size},
+        )
+
     def _load(self, path: str, ctx: ToolContext) -> FileData:
         """The file's bytes, after refusing what must not be opened (from its lstat)."""
         loc = ctx.locale
@@ -339,6 +414,8 @@ class ReadFile(Tool):
             raise ToolFailure(_not_found(path, ctx), code=ErrorCode.FILE_NOT_FOUND)
         if stat.S_ISDIR(st.st_mode):
             raise ToolFailure(text(loc, CATALOG, "directory", path=path), code=ErrorCode.NOT_A_FILE)
+        if stat.S_ISLNK(st.st_mode):  # still a link after resolving: a loop
+            raise ToolFailure(text(loc, CATALOG, "link_loop", path=path), code=ErrorCode.NOT_A_FILE)
         if not stat.S_ISREG(st.st_mode):
             kind = text(loc, CATALOG, kind_key(st.st_mode))
             raise ToolFailure(
@@ -375,6 +452,16 @@ class ReadFile(Tool):
             used += len(entry) + 1
             shown = number
         return out, shown
+
+
+def _attachable(data: bytes) -> str | None:
+    """The media type of an image or PDF read_file can attach, or None."""
+    for magic, mime in _ATTACHABLE:
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
 
 
 def _not_found(path: str, ctx: ToolContext) -> str:
