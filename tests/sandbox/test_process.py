@@ -8,6 +8,8 @@ import gc
 import os
 import shlex
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -216,3 +218,35 @@ async def test_escaped_child_of_an_exited_shell_is_killed_at_the_time_limit(
         pids = _read_pids(pidfile)
         assert len(pids) == 1
         assert _wait_gone(pids, limit=6.0) == []
+
+
+# -- the parent's death --------------------------------------------------------------------
+
+_HOOK_HOST = r"""
+import asyncio, sys
+from handrail.sandbox import run_command
+
+asyncio.run(run_command(sys.argv[1], timeout=600))
+"""
+
+
+def test_the_shell_dies_with_the_process_that_runs_it(tmp_path: Path) -> None:
+    # A parent-death signal: SIGKILL the host mid-command and the command's shell goes with it
+    # (bash runs a lone command in place, so here that is the sleep itself).
+    pidfile = tmp_path / "pid"
+    host = subprocess.Popen(
+        [sys.executable, "-c", _HOOK_HOST, f"echo $$ > {q(pidfile)}; exec sleep 120"],
+        stdin=subprocess.DEVNULL,
+    )
+    with reaper(pidfile):
+        try:
+            for _ in range(1500):  # the host starts in about a second; bounded at ~15 s
+                if _read_pids(pidfile) and _alive(_read_pids(pidfile)[0]):
+                    break
+                time.sleep(0.01)
+            pids = _read_pids(pidfile)
+            assert pids and _alive(pids[0])
+        finally:
+            host.kill()
+            host.wait(10)
+        assert _wait_gone(pids, limit=1.0) == []

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
+import subprocess
+import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -16,6 +21,7 @@ from handrail.sandbox import (
     sandbox_support,
 )
 from handrail.sandbox._capture import OutputCapture
+from handrail.sandbox._parent_death import DEATH_SIGNAL, ParentDeath, supported
 
 SUPPORT = sandbox_support()
 needs_sandbox = pytest.mark.skipif(
@@ -26,10 +32,15 @@ needs_namespaces = pytest.mark.skipif(
 )
 
 
-async def run(command: str, cwd: Path, conf: Confinement | None = None) -> tuple[int | None, str]:
+async def run(
+    command: str,
+    cwd: Path,
+    conf: Confinement | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[int | None, str]:
     cap = OutputCapture(None)
     proc = await ShellProcess.start(
-        command, cwd=cwd, env=dict(os.environ), capture=cap, confinement=conf
+        command, cwd=cwd, env=dict(env or os.environ), capture=cap, confinement=conf
     )
     await proc.wait(30)
     await proc.finish()
@@ -130,3 +141,149 @@ async def test_log_file_receives_everything_and_reads_from_offset(tmp_path: Path
     rest, _ = read_log(log, 4, 1000)
     assert rest == data[4:]
     assert read_log(tmp_path / "missing.log", 0, 10) == (b"", 0)
+
+
+# -- the supervisor: the tree dies with handrail, the command's own signals and status stay ----
+
+needs_linux = pytest.mark.skipif(not supported(), reason="parent-death signals are Linux only")
+
+
+def marked(text: str) -> list[int]:
+    """Live processes with `text` in their argv (zombies excluded)."""
+    out: list[int] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if text in argv and state != b"Z":
+            out.append(int(entry))
+    return out
+
+
+def confinement(kind: str) -> Confinement | None:
+    if kind == "namespace":
+        if not SUPPORT.namespaces:
+            pytest.skip("this machine does not allow PID/mount/network namespaces")
+        return Confinement(filesystem=False)
+    return None
+
+
+@needs_linux
+@pytest.mark.parametrize("kind", ["namespace", "no_namespace"])
+async def test_the_death_signal_ends_everything_the_command_started(
+    kind: str, tmp_path: Path
+) -> None:
+    # What the kernel sends the supervisor when handrail dies: every process goes, also those
+    # that left the process group and session and closed the command's pipes.
+    sleep = f"1000.{uuid.uuid4().int % 10**9:09d}"
+    ready = tmp_path / "ready"
+    cap = OutputCapture(None)
+    conf = confinement(kind)
+    proc = await ShellProcess.start(
+        f"sleep {sleep} | sleep {sleep} & setsid sleep {sleep} & ( sleep {sleep} & ); "
+        f"( setsid sh -c 'sleep {sleep} & sleep {sleep}' </dev/null >/dev/null 2>&1 & ); "
+        f"echo ready > {ready}; sleep {sleep}",
+        cwd=tmp_path,
+        env=dict(os.environ),
+        capture=cap,
+        confinement=conf,
+    )
+    try:
+        for _ in range(500):  # everything starts within milliseconds; bounded at ~5 s
+            if ready.exists() and len(marked(sleep)) >= 8:
+                break
+            await asyncio.sleep(0.01)
+        assert len(marked(sleep)) >= 8
+        os.kill(proc.pid, DEATH_SIGNAL)
+        for _ in range(100):  # gone within 1 s
+            if not marked(sleep):
+                break
+            await asyncio.sleep(0.01)
+        assert marked(sleep) == []
+        assert await proc.wait(5)
+        assert proc.returncode == 137
+    finally:
+        await proc.aclose()
+        cap.close()
+        if conf is not None:
+            conf.close()
+        for pid in marked(sleep):
+            os.kill(pid, signal.SIGKILL)
+
+
+@needs_linux
+@pytest.mark.parametrize("kind", ["namespace", "no_namespace"])
+async def test_a_stopped_command_gets_its_grace_and_its_status_passes_through(
+    kind: str, tmp_path: Path
+) -> None:
+    # SIGTERM is for the command: the supervisor (and the namespace's init) ignore it, so the
+    # command's trap runs in full and its exit status is the result.
+    cap = OutputCapture(None)
+    conf = confinement(kind)
+    ready = tmp_path / "ready"
+    proc = await ShellProcess.start(
+        f"trap 'sleep 0.2; echo cleaned > done; exit 3' TERM; echo > {ready}; "
+        "while :; do sleep 0.05; done",
+        cwd=tmp_path,
+        env=dict(os.environ),
+        capture=cap,
+        confinement=conf,
+    )
+    try:
+        for _ in range(500):  # bounded at ~5 s
+            if ready.exists():
+                break
+            await asyncio.sleep(0.01)
+        await proc.stop("stop", grace=10)
+        assert (tmp_path / "done").read_text() == "cleaned\n"
+        assert proc.returncode == 3
+    finally:
+        await proc.aclose()
+        cap.close()
+        if conf is not None:
+            conf.close()
+
+
+@needs_linux
+@pytest.mark.parametrize("kind", ["namespace", "no_namespace"])
+async def test_the_command_keeps_default_signals_and_bash_env_runs_once(
+    kind: str, tmp_path: Path
+) -> None:
+    # A POSIX sh makes a background job ignore SIGINT and SIGQUIT; bash's supervisor restores
+    # them. BASH_ENV is the command's (once), never the supervisor's: a fork there would take
+    # the namespace's PID 1 and leave the command none.
+    bash_env = tmp_path / "env.sh"
+    bash_env.write_text("/bin/true; echo from-bash-env\n")
+    conf = confinement(kind)
+    try:
+        code, out = await run(
+            "grep -E '^SigIgn' /proc/self/status; exit 5",
+            tmp_path,
+            conf,
+            env={**os.environ, "BASH_ENV": str(bash_env)},
+        )
+    finally:
+        if conf is not None:
+            conf.close()
+    assert code == 5, out
+    assert out.splitlines() == ["from-bash-env", "SigIgn:\t0000000000000000"]
+
+
+@needs_linux
+def test_a_child_whose_parent_died_before_it_asked_exits_before_exec(tmp_path: Path) -> None:
+    # The kernel signals only a parent's death after the request; one that came before it
+    # (here: a parent other than the one that bound the request) must stop the child itself.
+    death = ParentDeath(signal.SIGKILL)
+    death.parent = os.getppid()  # not the process that forks: as if it had been reparented
+    target = tmp_path / "ran"
+    done = subprocess.run(["touch", str(target)], preexec_fn=death, check=False, timeout=30)
+    assert done.returncode == 1 and not target.exists()
+    death.parent = os.getpid()
+    assert subprocess.run(["touch", str(target)], preexec_fn=death, timeout=30).returncode == 0
+    assert target.exists()

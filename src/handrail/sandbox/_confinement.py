@@ -18,7 +18,9 @@ A confined command and every process it starts:
   without namespaces, Landlock's TCP rules, which leave UDP open);
 * lives in its own PID namespace under a shell that is its init: when that shell ends, the
   kernel kills whatever is left, and killing the namespace's members reaches processes that
-  left the process group (setsid, double fork).
+  left the process group (setsid, double fork);
+* dies with handrail: the supervisor shell that starts it gets a parent-death signal and then
+  kills the namespace's init (`_parent_death.py`; without a namespace, every process below it).
 
 Namespaces are created directly as root, or inside a new user namespace otherwise. The setup
 runs in the child between fork and exec (`preexec_fn`) through functions bound before the
@@ -41,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ._parent_death import DEATH_SIGNAL, ParentDeath, supervised_argv
 from ._read_view import ReadView, landlock_readable
 
 __all__ = [
@@ -102,14 +105,6 @@ _IFREQ_LO = struct.pack("16sH14x", b"lo", _IFF_UP_LOOPBACK_RUNNING)
 # Writable devices: discarding output and reading zeros must keep working.
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
 PROTECTED = (".git", ".handrail")
-
-# The namespace's init. The outer sh (in our namespace) forks: a command that is not the last
-# of its script is never exec'ed in place. The child is PID 1 of the new PID namespace: a second
-# sh that in turn forks bash for the user's command, so the command is never PID 1 itself (PID 1
-# ignores signals it has no handler for, even `kill -9 $$` from inside). When the command ends,
-# PID 1 exits and the kernel kills whatever the command left in the namespace.
-_OUTER_SCRIPT = '"$0" -c "$3" "$1" "$2"; exit $?'
-_INIT_SCRIPT = '"$0" -c "$1"; exit $?'
 
 try:
     _libc: ctypes.CDLL | None = ctypes.CDLL(None, use_errno=True)
@@ -249,8 +244,10 @@ class _Setup:
         netns: int = -1,
         view: ReadView | None = None,
         drop_caps: Sequence[int] = (),
+        parent_death: ParentDeath | None = None,
     ) -> None:
         assert _libc is not None
+        self.parent_death = parent_death
         self.userns = userns
         self.maps = (
             (b"/proc/self/setgroups", b"deny"),
@@ -322,6 +319,9 @@ class _Setup:
                 raise _errno_error("no_new_privs")
             if self.syscall(_SYS_LANDLOCK_RESTRICT_SELF, self.ruleset, 0) != 0:
                 raise _errno_error("landlock_restrict_self")
+        if self.parent_death is not None:
+            # Last: a change of credentials after it would clear the request (prctl(2)).
+            self.parent_death()
 
     def _drop_inherited(self) -> None:
         """Clear the dropped capabilities from the inheritable and ambient sets too.
@@ -522,6 +522,9 @@ class Confinement:
             netns=netns,
             view=view if hides else None,
             drop_caps=drop,
+            # Without a PID namespace the supervisor is the command's subreaper, so that it can
+            # find and end everything the command started when handrail dies.
+            parent_death=ParentDeath(DEATH_SIGNAL, subreaper=not ns),
         )
         self.pid_namespace = ns
         """The command gets its own PID namespace (stopping it reaches every descendant)."""
@@ -534,12 +537,14 @@ class Confinement:
         return self.support.mechanism if self.filesystem else "none"
 
     def argv(self, shell: str, command: str) -> list[str]:
-        """The argv that runs `command` under this confinement."""
-        if self.pid_namespace:
-            # The outer (init-forking) shell only runs one line: the lightest sh will do.
-            sh = "/bin/sh" if os.path.exists("/bin/sh") else shell
-            return [sh, "-c", _OUTER_SCRIPT, sh, shell, command, _INIT_SCRIPT]
-        return [shell, "-c", command]
+        """The argv that runs `command` under this confinement, through its supervisor.
+
+        With a PID namespace the supervisor's first child is the namespace's init: a subshell
+        that runs the command as its own child, so the command is never PID 1 itself (PID 1
+        ignores signals it has no handler for, even `kill -9 $$` from inside). When the command
+        ends, PID 1 exits and the kernel kills whatever the command left in the namespace.
+        """
+        return supervised_argv(shell, command, pid_namespace=self.pid_namespace)
 
     def close(self) -> None:
         """Release the ruleset fd (the child keeps its own restriction)."""

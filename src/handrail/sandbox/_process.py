@@ -3,7 +3,10 @@
 The command runs through bash (sh if bash is missing) in a new session and process group, so
 at the time limit the whole group gets SIGTERM, then SIGKILL after a grace period; descendants
 that left the group (setsid) but are still our descendants are found through /proc and killed
-too. Output is capped in memory.
+too. Output is capped in memory. The shell gets SIGKILL when handrail dies (a parent-death
+signal; a lone command runs in its place and gets it itself). Unlike run_shell's commands,
+which run under a supervisor (`_parent_death.py`), what a hook's shell starts is not hunted
+down then: hooks are short, and their output is no longer read.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from ._parent_death import die_with_parent
 
 __all__ = ["CommandResult", "kill_tree", "run_command"]
 
@@ -168,6 +173,8 @@ async def run_command(
         cwd=str(cwd) if cwd is not None else None,
         env=dict(env) if env is not None else None,
         start_new_session=True,
+        # Forked on the event loop's thread (asyncio runs Popen there), which outlives the hook.
+        preexec_fn=die_with_parent(),
     )
 
     async def feed() -> None:

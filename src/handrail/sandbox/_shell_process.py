@@ -1,8 +1,10 @@
 """A shell command whose whole process tree can be stopped, with its output streamed to a capture.
 
 The command runs through bash (sh where bash is missing) in a new session, stdin `/dev/null`,
-optionally under a `Confinement`. Output goes straight from the pipes into an `OutputCapture`
-(bounded memory, full copy on disk) through an asyncio protocol, without a stream buffer.
+optionally under a `Confinement`, always below a supervisor shell that ends the whole tree when
+handrail dies, even by SIGKILL (`_parent_death.py`). Output goes straight from the pipes into
+an `OutputCapture` (bounded memory, full copy on disk) through an asyncio protocol, without a
+stream buffer.
 
 Stopping: SIGTERM to the whole tree, SIGKILL after a grace period, then the pipes are drained for
 at most two seconds. "The whole tree" is the PID namespace when the command has one (nothing can
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._confinement import Confinement, members_of, open_namespace
+from ._parent_death import DEATH_SIGNAL, ParentDeath, supervised_argv, supported
 from ._process import _descendants, _pipe_holders  # pyright: ignore[reportPrivateUsage]
 
 if TYPE_CHECKING:
@@ -97,7 +100,7 @@ class ShellProcess:
         self._transport = transport
         self._pipes = pipes
         self.pid: int = transport.get_pid()
-        """The shell's process id (the host's view)."""
+        """The supervisor shell's process id (the host's view); the command runs below it."""
         self.started = time.monotonic()
         self._ns = open_namespace(self.pid) if confined else -1
         self.pid_namespace = self._ns >= 0
@@ -128,7 +131,15 @@ class ShellProcess:
         """
         loop = asyncio.get_running_loop()
         sh = shell or find_shell()
-        argv = confinement.argv(sh, command) if confinement is not None else [sh, "-c", command]
+        extra: dict[str, Any] = {}
+        if confinement is not None:
+            argv = confinement.argv(sh, command)
+            extra["preexec_fn"] = confinement.setup
+        elif supported():
+            argv = supervised_argv(sh, command, pid_namespace=False)
+            extra["preexec_fn"] = ParentDeath(DEATH_SIGNAL, subreaper=True)
+        else:
+            argv = [sh, "-c", command]
         log_fd = -1
         if log_path is not None:
             log_fd = os.open(
@@ -137,9 +148,8 @@ class ShellProcess:
                 0o600,
             )
         pipes = _Pipes(capture, on_data, log_fd)
-        extra: dict[str, Any] = {}
-        if confinement is not None:
-            extra["preexec_fn"] = confinement.setup
+        # asyncio runs Popen (the fork) on this, the event loop's, thread: the parent-death
+        # signal fires when the forking *thread* exits, and this one outlives the command.
         spawn = asyncio.ensure_future(
             loop.subprocess_exec(
                 lambda: pipes,
