@@ -281,7 +281,7 @@ Find files by name with a glob pattern; returns paths newest-modified first. Use
                     },
                     {
                         "name": "read_file",
-                        "description": "Read a text file. Returns its lines as `N<TAB>text` (N is the 1-based line number), the first 2000 lines by default; when more remains, a footer says which offset to call again with. Lines longer than 2000 characters are cut, with a marker. Use this rather than run_shell with cat, head, tail or sed to look at a file. Read a file in full (page by page if it is long) before changing it with edit_file or write_file. Not for directories (use list_files) or binary files (images, archives, executables); to find where something is, use grep_search first.",
+                        "description": "Read a text file. Returns its lines as `N<TAB>text` (N is the 1-based line number), the first 2000 lines by default; when more remains, a footer says which offset to call again with. Lines longer than 2000 characters are cut, with a marker. Use this rather than run_shell with cat, head, tail or sed to look at a file. Read a file in full (page by page if it is long) before changing it with edit_file or write_file. Images (PNG, JPEG, GIF, WebP) and PDFs come back as attachments; not for directories (use list_files) or other binary files (archives, executables). To find where something is, use grep_search first.",
                         "parameters": {
                             "type": "object",
                             "properties": {

@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .._contract import ToolResult
+from .._contract import TextPart, ToolResult
 from ._conversation import AssistantMessage, Message, ToolResults, UserMessage
 from ._text import say
 
@@ -64,8 +64,19 @@ def estimate_tokens(text: str) -> int:
     return (len(text.encode("utf-8", "replace")) + 3) // 4
 
 
+ATTACHMENT_TOKENS = 1_600
+"""Estimated tokens of one attachment (an image, a PDF, a clip): Anthropic bills an image
+about width x height / 750 tokens and scales one down past ~1,600; OpenAI's high detail costs
+about as much. Its base64 is not text the model reads, so its length says nothing."""
+
+
+def _attachments(result: ToolResult) -> int:
+    # Text parts are in `content` already (it is the parts' text view).
+    return sum(1 for p in result.parts if not isinstance(p, TextPart))
+
+
 def _result_tokens(result: ToolResult) -> int:
-    return estimate_tokens(result.content) + 8
+    return estimate_tokens(result.content) + 8 + ATTACHMENT_TOKENS * _attachments(result)
 
 
 def message_tokens(message: Message) -> int:
@@ -86,7 +97,9 @@ def prune_results(
 ) -> tuple[list[Message], int, int]:
     """Stub out tool outputs older than the newest `protect` tokens.
 
-    Returns the new messages, how many results were stubbed, and the tokens freed.
+    A stubbed result keeps only the stub: its parts (images, resources) and structured content
+    go too, or the conversation would keep carrying megabytes of attachments. Returns the new
+    messages, how many results were stubbed, and the tokens freed.
     """
     out = list(messages)
     seen = 0
@@ -104,10 +117,11 @@ def prune_results(
         new: list[ToolResult] = []
         for r in m.results:
             stub = say(locale, "pruned", chars=len(r.content), name=r.tool_name or "tool")
-            if len(r.content) > len(stub) + 200 and not r.content.startswith("[Output removed"):
-                freed += estimate_tokens(r.content) - estimate_tokens(stub)
+            long = len(r.content) > len(stub) + 200 and not r.content.startswith("[Output removed")
+            if long or _attachments(r):
+                freed += _result_tokens(r) - _result_tokens(ToolResult(ok=r.ok, content=stub))
                 pruned += 1
-                r = replace(r, content=stub)
+                r = replace(r, content=stub, parts=(), structured=None)
             new.append(r)
         out[i] = ToolResults(results=tuple(new))
     return out, pruned, freed

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from .._contract import Denial, ErrorCode, ToolCall, ToolResult, ValidationIssue
+from ._parts_json import parts_from_json, parts_to_json
 
 __all__ = [
     "AssistantMessage",
@@ -151,6 +152,10 @@ def result_to_json(result: ToolResult) -> dict[str, Any]:
         out["duration"] = round(result.duration, 6)
     if result.metadata:
         out["metadata"] = _json_safe(dict(result.metadata))
+    if result.parts:  # kept, so a resumed session sends the model what it saw
+        out["parts"] = parts_to_json(result.parts)
+    if result.structured is not None:
+        out["structured"] = _json_safe(dict(result.structured))
     return out
 
 
@@ -158,6 +163,7 @@ def result_from_json(data: Mapping[str, Any]) -> ToolResult:
     """The inverse of `result_to_json`."""
     error = data.get("error")
     denial = data.get("denial")
+    structured = data.get("structured")
     return ToolResult(
         ok=bool(data.get("ok")),
         content=str(data.get("content", "")),
@@ -170,6 +176,8 @@ def result_from_json(data: Mapping[str, Any]) -> ToolResult:
         metadata=cast(Mapping[str, Any], data.get("metadata") or {}),
         call_id=str(data.get("call_id", "")),
         tool_name=str(data.get("tool_name", "")),
+        parts=parts_from_json(data.get("parts")),
+        structured=cast(Mapping[str, Any], structured) if isinstance(structured, Mapping) else None,
     )
 
 

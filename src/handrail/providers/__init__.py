@@ -26,6 +26,14 @@ even a denied, cancelled or interrupted one (sent as "not run: approval has not 
 so no provider rejects the transcript. A stream parser's `feed(event)` returns each call the
 moment its arguments are complete, ready for `StreamingExecutor.submit`.
 
+A result with content parts (`ToolResult.parts`) sends what each format takes: Anthropic gets
+text, image and document blocks, OpenAI Responses input_text / input_image / input_file items,
+Gemini `inlineData` beside (or, with `media="inside"`, inside) its function responses; Chat
+Completions tool messages take text only, so they get the text view (`images=True` adds the
+images in a user message after them). Whatever a format cannot take, or an attachment over the
+provider's documented size limits, goes as a one-line note (`[image: image/png, 73 bytes]`).
+Text-only results are sent exactly as before.
+
 Pass the tools a request was rendered with to the OpenAI parsers: strict mode makes the model
 send `null` for an optional argument, and the parsers turn that back into "not given" (where
 the tool's own schema has no null). A call without a result (the host lost it) is answered as

@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import ConfigurationError, Tool, ToolCall, ToolResult
 from ._common import align, as_list, as_map, as_str, check_tools, new_id, result_text
+from ._media import ANTHROPIC, Budget, Media, Piece, plan
 from ._schema import anthropic_schema
 
 __all__ = ["AnthropicStream", "anthropic_results", "anthropic_tools", "parse_anthropic"]
@@ -108,6 +109,34 @@ class AnthropicStream:
         return ready
 
 
+def _block(piece: Piece) -> dict[str, Any]:
+    if isinstance(piece, str):
+        return {"type": "text", "text": piece}
+    block: dict[str, Any]
+    if piece.kind == "image":
+        source = {"type": "base64", "media_type": piece.mime, "data": piece.data}
+        return {"type": "image", "source": source}
+    if piece.kind == "pdf":
+        source = {"type": "base64", "media_type": "application/pdf", "data": piece.data}
+        block = {"type": "document", "source": source}
+    else:  # an embedded text resource: a plain-text document
+        source = {"type": "text", "media_type": "text/plain", "data": piece.data}
+        block = {"type": "document", "source": source}
+    if piece.name:
+        block["title"] = piece.name
+    return block
+
+
+def _content(result: ToolResult, budget: Budget, locale: str) -> str | list[dict[str, Any]]:
+    """A `tool_result`'s content: text, or text, image and document blocks in order."""
+    pieces = plan(result, budget, locale)
+    if pieces is None:
+        return result_text(result, locale)
+    if not any(isinstance(p, Media) for p in pieces):
+        return "\n".join(p for p in pieces if isinstance(p, str)) or result_text(result, locale)
+    return [_block(p) for p in pieces]
+
+
 def anthropic_results(
     results: Sequence[ToolResult],
     *,
@@ -119,19 +148,25 @@ def anthropic_results(
     Anthropic wants every result of the turn in the next user message, before any other
     content (append text blocks after them if needed); `is_error` is true for every result
     that is not ok, including denied and unanswered (interrupted) calls.
+
+    A result with content parts sends them as blocks, in order: text, images (JPEG, PNG, GIF,
+    WebP) and documents (PDFs, and embedded text resources as plain-text documents with the
+    resource URI as title). Audio, resource links and other blobs go as their text notes, and
+    so does an attachment over the API's limits (see `_media.ANTHROPIC`), with a note saying so.
     """
     entries = align(results, calls, locale)
     if not entries:
         raise ConfigurationError(
             "no results to send: call anthropic_results only after a turn with tool_use blocks"
         )
+    budget = Budget(ANTHROPIC)
     return {
         "role": "user",
         "content": [
             {
                 "type": "tool_result",
                 "tool_use_id": e.call_id,
-                "content": result_text(e.result, locale),
+                "content": _content(e.result, budget, locale),
                 "is_error": not e.result.ok,
             }
             for e in entries

@@ -81,6 +81,22 @@ _CATALOG: dict[str, dict[str, str]] = {
         ),
         "error": "Error ({code}): {content}",
         "empty": "(no output)",
+        "too_big": (
+            "{note} (not attached: larger than the {limit} this model takes for one attachment)"
+        ),
+        "over_budget": (
+            "{note} (not attached: this turn's attachments already reach the {limit} this model "
+            "takes in one request)"
+        ),
+        "over_count": (
+            "{note} (not attached: this turn already has the {limit} attachments this model "
+            "takes in one request)"
+        ),
+        "attached": "From the result of `{name}`:",
+        "attached_call": "From the result of `{name}` (call {id}):",
+        "chat_images": (
+            "The images below come from the results of the tool calls above, not from the user."
+        ),
     },
     "zh": {
         "waiting": (
@@ -94,6 +110,12 @@ _CATALOG: dict[str, dict[str, str]] = {
         "missing": "未执行:没有记录到该调用的结果。它没有产生任何效果;如仍需要,请重新调用。",
         "error": "错误({code}):{content}",
         "empty": "(无输出)",
+        "too_big": "{note}(未附上:超过该模型单个附件 {limit} 的上限)",
+        "over_budget": "{note}(未附上:本轮的附件已达到该模型单次请求 {limit} 的上限)",
+        "over_count": "{note}(未附上:本轮已有该模型单次请求上限的 {limit} 个附件)",
+        "attached": "来自 `{name}` 的结果:",
+        "attached_call": "来自 `{name}` 的结果(调用 {id}):",
+        "chat_images": "以下图片来自上方工具调用的结果,而不是来自用户。",
     },
 }
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from .. import ConfigurationError, Tool, ToolCall, ToolResult
-from ._common import align, as_list, as_map, as_str, check_tools, new_id, result_text
+from ._common import align, as_list, as_map, as_str, check_tools, new_id, result_text, say
+from ._media import GEMINI_BESIDE, GEMINI_INSIDE, Budget, Media, plan, text_of
 from ._schema import gemini_schema
 
 __all__ = ["GeminiStream", "gemini_results", "gemini_tools", "parse_gemini"]
@@ -89,29 +90,59 @@ class GeminiStream:
         return []
 
 
+def _inline(media: Media) -> dict[str, Any]:
+    return {"inlineData": {"mimeType": media.mime, "data": media.data}}
+
+
 def gemini_results(
     results: Sequence[ToolResult],
     *,
     calls: Sequence[ToolCall] | None = None,
     locale: str = "en",
+    media: Literal["beside", "inside", "text"] = "beside",
 ) -> dict[str, Any]:
     """The one `user` content answering a turn: a `functionResponse` part per call, in order.
 
     The response holds `{"output": text}`, or `{"error": text}` for a result that is not ok
     ("Use 'output' key to specify function output and 'error' key to specify error details").
     The `name` is the one the model called; the `id` is echoed when Gemini sent one.
+
+    A result with content parts sends its text view (each image, clip or resource as a note)
+    as the text, and its images, audio and PDFs as `inlineData`, within Gemini's request limit
+    (see `_media`; anything over it stays a note, which says so). Where they go is `media`:
+
+    - `"beside"` (the default, every model): after the function responses, as ordinary parts
+      of the same content, each group headed by the call it came from ("From the result of
+      `read_file`:").
+    - `"inside"`: in the function response's own `parts` ("multimodal function responses",
+      Gemini 3 models only; older models refuse the request): PNG, JPEG, WebP and PDF.
+    - `"text"`: nowhere; the notes only.
     """
     entries = align(results, calls, locale)
     if not entries:
         raise ConfigurationError(
             "no results to send: call gemini_results only after a turn with functionCall parts"
         )
+    accepts = GEMINI_INSIDE if media == "inside" else GEMINI_BESIDE
+    budget = Budget(accepts)
     parts: list[dict[str, Any]] = []
+    beside: list[dict[str, Any]] = []
     for e in entries:
         key = "output" if e.result.ok else "error"
         fr: dict[str, Any] = {"name": e.name}
         if e.call_id and not e.call_id.startswith(SYNTHETIC_ID):
             fr["id"] = e.call_id
-        fr["response"] = {key: result_text(e.result, locale)}
+        pieces = plan(e.result, budget, locale) if media != "text" else None
+        if pieces is None:
+            fr["response"] = {key: result_text(e.result, locale)}
+            parts.append({"functionResponse": fr})
+            continue
+        fr["response"] = {key: text_of(pieces) or say(locale, "empty")}
+        found = [_inline(p) for p in pieces if isinstance(p, Media)]
+        if found and media == "inside":
+            fr["parts"] = found
+        elif found:
+            beside.append({"text": say(locale, "attached", name=e.name)})
+            beside.extend(found)
         parts.append({"functionResponse": fr})
-    return {"role": "user", "parts": parts}
+    return {"role": "user", "parts": [*parts, *beside]}

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import Tool, ToolCall, ToolResult
+from .. import ErrorCode, Tool, ToolCall, ToolResult
 from ._common import (
     align,
     as_list,
@@ -19,7 +19,9 @@ from ._common import (
     new_id,
     openai_arguments,
     result_text,
+    say,
 )
+from ._media import OPENAI, Accepts, Budget, Media, data_url, plan, text_of
 from ._schema import openai_loose
 from ._strict import openai_strict
 
@@ -184,22 +186,62 @@ class OpenAIChatStream:
         return ready
 
 
+# Chat Completions takes images only in user messages ("image_url" parts); PDFs as "file"
+# parts are OpenAI's own, and most compatible servers refuse them, so only images go along.
+_CHAT_IMAGES = Accepts(
+    images=OPENAI.images,
+    max_image=OPENAI.max_image,
+    max_file=0,
+    max_turn=OPENAI.max_turn,
+    max_items=OPENAI.max_items,
+    no_animated_gif=True,
+)
+
+
 def openai_chat_results(
     results: Sequence[ToolResult],
     *,
     calls: Sequence[ToolCall] | None = None,
     locale: str = "en",
+    images: bool = False,
 ) -> list[dict[str, Any]]:
     """One `role: tool` message per call, in request order, to append after the assistant's.
 
     Chat Completions has no error flag, so a failure's text starts with its error code.
     `results` may be a `Batch`; see `align` for how calls without a result are answered.
+
+    A tool message takes text only, so a result with content parts sends its text view, each
+    image, audio clip or resource as a one-line note. With `images=True` the images (PNG, JPEG,
+    WebP, still GIF, within OpenAI's limits) follow in one more message, a `user` message of
+    `image_url` parts, each group headed by the call it came from: the way to show a vision
+    model on a Chat Completions server what a tool returned. It is off by default because that
+    message speaks with the user's role: turn it on only for tools whose images you trust (its
+    first line tells the model they come from tools, not from the user).
     """
-    return [
-        {
-            "role": "tool",
-            "tool_call_id": e.call_id,
-            "content": result_text(e.result, locale, mark_errors=True),
-        }
-        for e in align(results, calls, locale)
-    ]
+    entries = align(results, calls, locale)
+    messages: list[dict[str, Any]] = []
+    budget = Budget(_CHAT_IMAGES)
+    attached: list[dict[str, Any]] = []
+    for e in entries:
+        text = result_text(e.result, locale, mark_errors=True)
+        pieces = plan(e.result, budget, locale) if images else None
+        if pieces is not None:
+            found = [p for p in pieces if isinstance(p, Media)]
+            view = text_of(pieces) or say(locale, "empty")
+            if e.result.ok:
+                text = view
+            else:
+                code = e.result.error or ErrorCode.EXECUTION_ERROR
+                text = say(locale, "error", code=code, content=view)
+            if found:
+                head = say(locale, "attached_call", name=e.name, id=e.call_id)
+                attached.append({"type": "text", "text": head})
+                attached.extend(
+                    {"type": "image_url", "image_url": {"url": data_url(m), "detail": "auto"}}
+                    for m in found
+                )
+        messages.append({"role": "tool", "tool_call_id": e.call_id, "content": text})
+    if attached:
+        intro = {"type": "text", "text": say(locale, "chat_images")}
+        messages.append({"role": "user", "content": [intro, *attached]})
+    return messages

@@ -17,6 +17,7 @@ from ._common import (
     openai_arguments,
     result_text,
 )
+from ._media import OPENAI, Budget, Media, Piece, data_url, file_name, mark_error, plan
 from ._schema import openai_loose
 from ._strict import openai_strict
 
@@ -174,6 +175,25 @@ class OpenAIResponsesStream:
         return [call]
 
 
+def _item(piece: Piece) -> dict[str, Any]:
+    if isinstance(piece, str):
+        return {"type": "input_text", "text": piece}
+    if piece.kind == "image":
+        return {"type": "input_image", "image_url": data_url(piece), "detail": "auto"}
+    return {"type": "input_file", "filename": file_name(piece), "file_data": data_url(piece)}
+
+
+def _output(result: ToolResult, budget: Budget, locale: str) -> str | list[dict[str, Any]]:
+    """A `function_call_output`'s output: text, or input_text/input_image/input_file items."""
+    pieces = plan(result, budget, locale)
+    if pieces is None:
+        return result_text(result, locale, mark_errors=True)
+    pieces = mark_error(pieces, result, locale)
+    if not any(isinstance(p, Media) for p in pieces):
+        return "\n".join(p for p in pieces if isinstance(p, str))
+    return [_item(p) for p in pieces]
+
+
 def openai_responses_results(
     results: Sequence[ToolResult],
     *,
@@ -184,12 +204,19 @@ def openai_responses_results(
 
     The Responses API has no error flag, so a failure's text starts with its error code.
     `results` may be a `Batch`.
+
+    A result with content parts sends a list as its `output`, in order: `input_text`,
+    `input_image` (PNG, JPEG, WebP, still GIF, as a `data:` URL) and `input_file` (PDFs, as a
+    `data:` URL with a file name). Audio, resource links and other blobs go as their text
+    notes, and so does an attachment over the API's limits (see `_media.OPENAI`), with a note
+    saying so.
     """
+    budget = Budget(OPENAI)
     return [
         {
             "type": "function_call_output",
             "call_id": e.call_id,
-            "output": result_text(e.result, locale, mark_errors=True),
+            "output": _output(e.result, budget, locale),
         }
         for e in align(results, calls, locale)
     ]

@@ -26,7 +26,8 @@ with ModelServer(script) as server:
 
 Invariants: each script item answers exactly one request, whatever its provider; a request
 that a real provider would refuse (a tool call without its result, a result for no call, no
-`model`, Anthropic without `max_tokens`) gets that provider's 400 and a sentence in
+`model`, Anthropic without `max_tokens`, a tool result whose blocks or media types the
+provider does not take, base64 that does not decode) gets that provider's 400 and a sentence in
 `problems`, and consumes nothing; so does one without the `require_key` credential (with the
 provider's authentication error). `close()` returns within about a second, whatever is being
 streamed. `python -m handrail.testing --script FILE` serves a JSON script (`load_script`)

@@ -1,5 +1,8 @@
 """What a real provider refuses with a 400: unpaired tool calls and results, missing fields.
 
+Malformed tool-result content (a block type or media type the provider does not take, base64
+that does not decode) is checked in `_content_checks`.
+
 Each check takes a parsed request body and returns the problems found, as sentences
 (empty when the request is sound). They are stricter than no provider: every rule here
 is one the provider documents or enforces.
@@ -11,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from ._content_checks import CONTENT_CHECKS
 from ._wire import arr, obj, text
 
 __all__ = ["CHECKS", "check"]
@@ -280,4 +284,4 @@ def check(provider: str, body: object) -> list[str]:
     request = obj(body)
     if request is None:
         return ["the request body is not a JSON object"]
-    return CHECKS[provider](request)
+    return CHECKS[provider](request) + CONTENT_CHECKS[provider](request)
