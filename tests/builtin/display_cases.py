@@ -372,8 +372,9 @@ async def _shell(c: _Cases) -> None:
     )
     # Live output: the latest progress report of a real run.
     # Reports come at most every 0.5 s: the last six lines arrive after a pause longer than
-    # that, so one report is sure to hold them, whatever the timing of the first.
-    rest = "printf '" + "".join(f"line {i}\\n" for i in range(2, 8)) + "'"
+    # that, so one report is sure to hold them, whatever the timing of the first. They come in
+    # one write (coreutils printf, not the shell's builtin, which may write line by line).
+    rest = "/usr/bin/printf '" + "".join(f"line {i}\\n" for i in range(2, 8)) + "'"
     live = c.call("run_shell", {"command": f"echo line 1; sleep 0.7; {rest}; sleep 0.1"})
     c.progress.clear()
     assert (await c.run(live)).ok

@@ -419,7 +419,7 @@ async def test_every_tool_in_every_state(tmp_path: Path) -> None:
                 "duration": 0.25,
             },
             "run_shell-progress": {
-                "title": "Run echo line 1; sleep 0.7; printf 'line 2\\nline 3\\nline 4\\nline 5\\nline 6\\nline 7\\n'; sleep 0.1",
+                "title": "Run echo line 1; sleep 0.7; /usr/bin/printf 'line 2\\nline 3\\nline 4\\nline 5\\nline 6\\nline 7\\n'; sleep 0.1",
                 "subtitle": "",
                 "status": "running",
                 "group": "shell",
