@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import selectors
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from handrail._cli._call import parse_arguments
+from handrail._cli._call_session import RESULTS_KEPT
 
 
 def run(
@@ -34,6 +37,7 @@ def run(
 def isolated_env(workspace: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
     env["XDG_CONFIG_HOME"] = str(workspace.parent / "xdg")  # no user settings from this machine
+    env["HANDRAIL_STATE_DIR"] = str(workspace.parent / "state")  # kept results go here
     env.pop("TTY_COMPATIBLE", None)
     env.update(extra)
     return env
@@ -235,6 +239,91 @@ def test_root_option_chooses_the_workspace(workspace: Path, tmp_path: Path) -> N
     assert out.stdout.startswith("1\talpha")
 
 
+# -- --session FILE ----------------------------------------------------------------------------
+
+
+def test_a_read_then_an_edit_work_across_calls_with_a_session_file(workspace: Path) -> None:
+    edit = ["edit_file", "file_path=notes.txt", "old_string=beta", "new_string=BETA", "--yes"]
+    # Each call on its own is a new session: the edit is refused, the file untouched.
+    alone = run(workspace, *edit)
+    assert alone.returncode == 1
+    assert alone.stderr.splitlines()[0] == "error: FILE_NOT_READ"
+    assert (workspace / "notes.txt").read_text() == "alpha\nbeta\ngamma\n"
+    session = workspace.parent / "session.json"
+    read = run(workspace, "--session", str(session), "read_file", "file_path=notes.txt")
+    assert read.returncode == 0, read.stderr
+    assert stat.S_IMODE(session.stat().st_mode) == 0o600
+    saved = json.loads(session.read_text())
+    assert saved["handrail_call_session"] == 1
+    assert list(saved["files"]) == [str(workspace / "notes.txt")]
+    assert "mode" not in saved  # each call's options decide it
+    edited = run(workspace, *edit, "--session", str(session))
+    assert edited.returncode == 0, edited.stderr
+    assert (workspace / "notes.txt").read_text() == "alpha\nBETA\ngamma\n"
+    # The record follows the edit: a second edit needs no new read.
+    again = run(
+        workspace,
+        "edit_file",
+        "file_path=notes.txt",
+        "old_string=BETA",
+        "new_string=beta",
+        "--yes",
+        "--session",
+        str(session),
+    )
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in session.parent.iterdir() if p.name.startswith(".session")) == []
+
+
+def test_the_session_file_keeps_the_todo_list(workspace: Path) -> None:
+    session = workspace.parent / "todo.json"
+    todos = '{"todos": [{"id": "1", "content": "Write tests", "status": "in_progress"}]}'
+    out = run(workspace, "--session", str(session), "todo_write", todos)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(session.read_text())["data"]["todo_write"] == [
+        {"id": "1", "content": "Write tests", "status": "in_progress"}
+    ]
+
+
+@pytest.mark.parametrize("content", ["hi\n", '{"files": {}}', "[1, 2]"])
+def test_a_file_that_is_not_a_session_file_is_left_as_it_is(workspace: Path, content: str) -> None:
+    other = workspace / "other.json"
+    other.write_text(content)
+    out = run(workspace, "--session", str(other), "read_file", "file_path=notes.txt")
+    assert out.returncode == 2
+    assert out.stderr == (
+        f"handrail: error: --session {other}: not a handrail call session file (it has no "
+        '"handrail_call_session": 1), so it is left as it is; give a new file name\n'
+    )
+    assert other.read_text() == content
+
+
+def test_an_empty_session_file_starts_a_session(workspace: Path) -> None:
+    session = workspace.parent / "empty.json"
+    session.write_text("")
+    out = run(workspace, "--session", str(session), "read_file", "file_path=notes.txt")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(session.read_text())["handrail_call_session"] == 1
+
+
+def test_a_truncated_results_file_outlives_the_call(workspace: Path) -> None:
+    kept = workspace.parent / "state" / "call-results"
+    kept.mkdir(parents=True)
+    for i in range(RESULTS_KEPT + 5):  # older calls' folders: only the newest stay
+        (kept / f"20000101-000000.{i:09d}-00000000").mkdir()
+    out = run(workspace, "run_shell", "command=seq 1 100000")
+    assert out.returncode == 0, out.stderr
+    found = re.search(r"full output: (\S+) \.\.\.\]", out.stdout)
+    assert found is not None, out.stdout[-300:]
+    path = Path(found.group(1))
+    assert path.parent.parent == kept
+    assert path.read_text().splitlines()[-1] == "100000"
+    folders = sorted(p.name for p in kept.iterdir())
+    assert len(folders) == RESULTS_KEPT
+    assert folders[-1] == path.parent.name
+    assert folders[0] == f"20000101-000000.{6:09d}-00000000"
+
+
 def test_json_output_holds_the_whole_result(workspace: Path) -> None:
     out = run(workspace, "read_file", "file_path=notes.txt", "offset=x", "--json")
     assert out.returncode == 1
@@ -372,7 +461,9 @@ def test_terminal_prompt_always_saves_the_rule_for_next_time(workspace: Path) ->
     assert other.stderr.startswith("error: PERMISSION_DENIED")
 
 
-@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize(
+    ("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
+)
 def test_a_signal_at_the_prompt_stops_at_once(
     workspace: Path, sig: signal.Signals, status: int
 ) -> None:

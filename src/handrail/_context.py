@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import logging
+import os
+import shutil
 import tempfile
+import threading
 import uuid
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +19,13 @@ from typing import Any
 
 from ._contract import ProgressEvent
 
-__all__ = ["FileRecord", "PermissionMode", "Session", "StateUpdate", "ToolContext"]
+__all__ = [
+    "FileRecord",
+    "PermissionMode",
+    "Session",
+    "StateUpdate",
+    "ToolContext",
+]
 
 
 class PermissionMode(enum.StrEnum):
@@ -70,7 +81,9 @@ class Session:
     data: dict[str, Any] = field(default_factory=dict[str, Any])
     """Free-form state for tools (a todo list, background jobs), keyed by the tool's name."""
     results_dir: Path | None = None
-    """Where oversized results are saved; a temporary directory is created on first use."""
+    """Where oversized results are saved. None (the default): `results/` in the session's own
+    temporary directory, removed when the session closes. A folder given here is the host's:
+    it is kept."""
     notices: list[str] = field(default_factory=list[str])
     """Messages for the model that arrived between calls (a background job ended), oldest first.
 
@@ -80,13 +93,46 @@ class Session:
     _closers: list[Callable[[], Awaitable[None]]] = field(
         default_factory=list[Callable[[], Awaitable[None]]], repr=False
     )
+    # The session's own temporary directory, made on first use (`temp_path`); the finalizer
+    # removes it once, from `aclose`, garbage collection or interpreter exit.
+    _temp_dir: Path | None = field(default=None, init=False, repr=False, compare=False)
+    _temp_remover: weakref.finalize[[Path], Session] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _temp_lock: threading.Lock = field(
+        default_factory=threading.Lock, init=False, repr=False, compare=False
+    )
 
     def results_path(self) -> Path:
         """The directory for full copies of truncated results, created on first use."""
         if self.results_dir is None:
-            self.results_dir = Path(tempfile.mkdtemp(prefix=f"handrail-{self.id[:8]}-"))
-        self.results_dir.mkdir(parents=True, exist_ok=True)
+            return self.temp_path("results")
+        self.results_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         return self.results_dir
+
+    @property
+    def temp_dir(self) -> Path | None:
+        """The session's own temporary directory, or None while nothing needed it."""
+        return self._temp_dir
+
+    def temp_path(self, name: str) -> Path:
+        """Folder `name` of the session's own temporary directory, created on first use.
+
+        The directory (`$TMPDIR/handrail-<id>-XXXXXXXX/`, private to the user) holds what the
+        session writes for a while: `results/` (full copies of truncated results, which the
+        model is told about) and `tmp/` (the shell's `$TMPDIR`). `aclose` removes it; so does
+        garbage collection or interpreter exit for a session that was never closed.
+        """
+        if not name or name in (".", "..") or "/" in name or "\0" in name:
+            raise ValueError(f"not a folder name: {name!r}")
+        with self._temp_lock:  # sync tools run in threads: one directory per session
+            top = self._temp_dir
+            if top is None:
+                top = self._temp_dir = Path(tempfile.mkdtemp(prefix=f"handrail-{self.id[:8]}-"))
+                self._temp_remover = weakref.finalize(self, _remove_tree, top)
+        path = top / name
+        path.mkdir(exist_ok=True)
+        return path
 
     def notify(self, text: str) -> None:
         """Queue a notice for the model (and tell `on_notice`)."""
@@ -104,13 +150,51 @@ class Session:
         self._closers.append(closer)
 
     async def aclose(self) -> None:
-        """End the session: run the closers, newest first. Safe to call twice."""
+        """End the session: run the closers, newest first, then remove its temporary directory.
+
+        Safe to call twice. Closers stop background jobs first, so nothing still writes into
+        the directory while it is removed.
+        """
         closers, self._closers = self._closers, []
         for closer in reversed(closers):
             try:
                 await closer()
             except Exception:  # one failing closer must not keep the others from running
                 logging.getLogger("handrail").exception("a session closer failed")
+        with self._temp_lock:
+            remover, self._temp_remover, self._temp_dir = self._temp_remover, None, None
+        if remover is not None and remover.alive:
+            # In a thread: a shell's tmp/ may hold many files, and the loop must stay free.
+            await asyncio.to_thread(remover)
+
+
+def _remove_tree(path: Path) -> None:
+    """Remove `path` and all it holds, never following a symlink inside it.
+
+    The shell's `tmp/` is the command's to shape: it may plant symlinks to folders outside
+    (`shutil.rmtree` unlinks a symlink and never descends into it or changes its target) or
+    make folders unreadable (opened up again, symlinks skipped, so nothing outside changes
+    mode). Errors are logged, never raised: cleanup must not fail a session's end.
+    """
+    shutil.rmtree(path, ignore_errors=True)
+    if not os.path.lexists(path):
+        return
+    try:
+        if os.path.islink(path):
+            os.unlink(path)
+            return
+        # Top-down: each folder is opened before os.walk lists it.
+        with contextlib.suppress(OSError):
+            os.chmod(path, 0o700)
+        for top, dirs, _ in os.walk(path):
+            for name in dirs:
+                sub = os.path.join(top, name)
+                if not os.path.islink(sub):  # chmod would follow it
+                    with contextlib.suppress(OSError):
+                        os.chmod(sub, 0o700)
+        shutil.rmtree(path)
+    except OSError as exc:
+        logging.getLogger("handrail").warning("could not remove %s: %s", path, exc)
 
 
 ProgressFunc = Callable[[ProgressEvent], None]

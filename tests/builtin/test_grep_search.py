@@ -310,6 +310,29 @@ async def test_count_equals_rg(ws: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("mode", "summary", "footer"),
+    [
+        ("files_with_matches", "1 file", "(Found 1 file, newest first.)"),
+        ("content", "1 matching line in 1 file", "(Found 1 matching line in 1 file.)"),
+        ("count", "1 matching line in 1 file", "(Found 1 matching line in 1 file.)"),
+    ],
+)
+async def test_one_match_in_one_file_is_singular(
+    ws: Path, mode: str, summary: str, footer: str
+) -> None:
+    r = await grep(make_runtime(ws), "deep = ", output_mode=mode)
+    assert r.ok, r.content
+    assert r.summary == f"grep_search: {summary}"
+    assert r.content.splitlines()[-1] == footer
+
+
+async def test_two_matches_in_one_file_count_lines_and_files_apart(ws: Path) -> None:
+    r = await grep(make_runtime(ws), "def handler|def other", output_mode="count")
+    assert r.summary == "grep_search: 2 matching lines in 1 file"
+    assert r.content.splitlines()[-1] == "(Found 2 matching lines in 1 file.)"
+
+
+@pytest.mark.parametrize(
     ("args", "flags", "pattern"),
     [
         ({"case_insensitive": True}, ["-i"], "needle"),

@@ -427,6 +427,33 @@ def test_read_outside_read_roots(ws: Path, tmp_path: Path) -> None:
     assert str(tmp_path / "secret") in d.reason
 
 
+def test_read_outside_the_roots_names_each_root_once(ws: Path, tmp_path: Path) -> None:
+    # The readable roots are the read roots plus the write roots: the workspace is both.
+    lib, out, secret = tmp_path / "lib", tmp_path / "out", tmp_path / "secret"
+
+    def reason(
+        read_roots: Sequence[Path] | None = None, write_roots: Sequence[Path] | None = None
+    ) -> str:
+        d = decide(
+            Policy(),
+            ws,
+            [ReadPath(path=str(secret))],
+            names=("read_file",),
+            kind=ToolKind.READ,
+            read_only=True,
+            read_roots=read_roots,
+            write_roots=write_roots,
+        )
+        assert d.code is ErrorCode.OUTSIDE_READ_ROOTS
+        return d.reason
+
+    assert reason() == f"{secret} is outside the read roots ({ws})"
+    assert (
+        reason(read_roots=(ws, lib), write_roots=(ws, out))
+        == f"{secret} is outside the read roots ({ws}, {lib}, {out})"
+    )
+
+
 def test_extra_read_root_is_readable_but_not_writable(ws: Path, tmp_path: Path) -> None:
     lib = tmp_path / "lib"
     read = decide(

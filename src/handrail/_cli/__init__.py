@@ -297,26 +297,28 @@ def _quiet_stdout() -> None:
 
 
 async def _until_terminated(command: Coroutine[Any, Any, int]) -> int:
-    """Run a command; SIGTERM cancels it, so that it stops its processes and sessions first.
+    """Run a command; SIGTERM or SIGHUP cancels it, so that it stops its processes first.
 
-    The command runs as its own task: SIGTERM cancels that task (like Ctrl-C cancels the main
+    SIGHUP is what a closed terminal sends: the session then ends as cleanly as on SIGTERM
+    (its processes stopped, its temporary directory removed). The command runs as its own
+    task: the signal cancels that task (like Ctrl-C cancels the main
     one), even when the signal lands while the command is already finishing. A plain signal
     handler rather than the loop's, because servers that capture and re-raise signals (uvicorn)
     restore and call it synchronously.
     """
     loop = asyncio.get_running_loop()
     inner = asyncio.ensure_future(command)
-    terminated = False
+    terminated = 0
 
     def terminate(signum: int, frame: object) -> None:
         nonlocal terminated
-        terminated = True
+        terminated = signum
         inner.cancel()
         loop.call_soon_threadsafe(lambda: None)  # wake the loop if it waits in select()
 
     try:
-        previous = signal.signal(signal.SIGTERM, terminate)
-    except ValueError:  # not the main thread: leave SIGTERM alone
+        previous = {sig: signal.signal(sig, terminate) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    except ValueError:  # not the main thread: leave the signals alone
         return await inner
     wake = _SignalWakeup(loop)
     try:
@@ -324,10 +326,11 @@ async def _until_terminated(command: Coroutine[Any, Any, int]) -> int:
     except asyncio.CancelledError:
         if not terminated:
             raise
-        return 128 + signal.SIGTERM
+        return 128 + terminated
     finally:
         wake.close()
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 class _SignalWakeup:

@@ -4,9 +4,11 @@ The arguments are a JSON object (given as is, so malformed JSON gets the same IN
 model would), `-` for JSON on stdin, or `key=value` pairs whose values are JSON when they parse
 and strings otherwise (always strings for the fields the tool's schema types as strings). A
 call that needs approval asks on a terminal (y/N/always); without a terminal it is denied
-unless `--yes`. The content goes to stdout (with the diff, when the content does not already
-show it); the error code, issues and denial go to stderr. Exit status: 0 when the result is
-ok, 1 when it is not, 2 for usage errors.
+unless `--yes`. Each call is a session of its own unless `--session FILE` carries one from
+call to call (`_call_session`). The content goes to stdout (with the diff, when the content
+does not already show it); the error code, issues and denial go to stderr. Exit status: 0
+when the result is ok, 1 when it is not (or the session file could not be saved), 2 for usage
+errors.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from ..permissions import FolderConfig, is_trusted, read_folder_config, rules_to
 from ..permissions._settings import project_settings
 from ..permissions._trust import quoted_trust_command
 from ..runtime import ApproverFunc
+from ._call_session import load_session_file, results_folder, save_session_file
 from ._common import (
     CliError,
     CommonOptions,
@@ -64,6 +67,9 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
         "call failed, 2 usage error.",
         epilog="examples:\n"
         "  handrail call read_file file_path=README.md limit=20\n"
+        "  handrail call --session s.json read_file file_path=app.py\n"
+        "  handrail call --session s.json edit_file file_path=app.py old_string=a new_string=b "
+        "--yes\n"
         '  handrail call grep_search \'{"pattern": "TODO", "output_mode": "content"}\'\n'
         '  echo \'{"file_path": "notes.txt", "content": "hi"}\' | '
         "handrail call write_file - --yes",
@@ -88,6 +94,14 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
         "--json",
         action="store_true",
         help="print the whole result as one JSON object instead",
+    )
+    parser.add_argument(
+        "--session",
+        metavar="FILE",
+        type=Path,
+        help="keep the session in FILE (JSON; created if missing) from one call to the next: "
+        "files read, activated tools, session rules, the todo list. A read_file call lets a "
+        "later edit_file call with the same FILE go ahead",
     )
     return parser
 
@@ -347,15 +361,27 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
     out, err = consoles()
     interactive = ns.arguments != ["-"] and sys.stdin.isatty()
     approver = choose_approver(ns.yes, interactive, opts.root, err)
+    session_file: Path | None = ns.session
     tools = await load_tool_set(opts)
+    saved = True
     try:
         rt = make_runtime(opts, tools.registry, approver)
+        if session_file is not None:
+            load_session_file(session_file, rt.session)
+        # The printed path of a truncated result must outlive this process.
+        rt.session.results_dir = results_folder(rt.session)
         target = rt.registry.get(ns.tool)
-        arguments = parse_arguments(
-            ns.arguments, sys.stdin, target.parameters if target is not None else None
-        )
         try:
+            arguments = parse_arguments(
+                ns.arguments, sys.stdin, target.parameters if target is not None else None
+            )
             result = await rt.call(ns.tool, arguments, call_id="cli_1")
+            if session_file is not None:
+                try:
+                    save_session_file(session_file, rt.session)
+                except OSError as exc:
+                    saved = False
+                    warn(f"--session {session_file}: the session could not be saved ({exc})")
         finally:
             await rt.aclose()
     finally:
@@ -364,7 +390,7 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
         sys.stdout.write(json.dumps(as_json(result), indent=2, ensure_ascii=False) + "\n")
     else:
         render(result, out, err)
-    return 0 if result.ok else 1
+    return 0 if result.ok and saved else 1
 
 
 def as_json(result: ToolResult) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from .. import (
 from ..sandbox import RipgrepRun, SearchRoot, compile_glob, run_ripgrep
 from ._displays import grep_display
 from ._hidden_paths import hidden_filter
-from ._i18n import Catalog, text
+from ._i18n import Catalog, count_of, text
 from ._list_files import (
     SEARCH_TIMEOUT,
     count_text,
@@ -493,7 +493,7 @@ class _Page:
             if total
             else None
         )
-        return lines, footer, f"{total} files"
+        return lines, footer, count_of(total, "file")
 
     def _count(self) -> tuple[list[str], str | None, str]:
         counts: list[tuple[str, int]] = []
@@ -518,7 +518,7 @@ class _Page:
             if total
             else None
         )
-        return lines, footer, f"{matches} matching lines in {total} files"
+        return lines, footer, f"{count_of(matches, 'matching line')} in {count_of(total, 'file')}"
 
     def _content(self) -> tuple[list[str], str | None, str]:
         blocks, notes = _parse_content(self.run.records)
@@ -550,7 +550,11 @@ class _Page:
             if total
             else None
         )
-        return lines, footer, f"{matches} matching lines in {len(order)} files"
+        return (
+            lines,
+            footer,
+            f"{count_of(matches, 'matching line')} in {count_of(len(order), 'file')}",
+        )
 
 
 def _parse_content(records: list[str]) -> tuple[dict[str, list[str | None]], list[str]]:

@@ -2,7 +2,7 @@
 
 Each tool module keeps its own catalog (`{"en": {...}, "zh": {...}}`); `text()` picks the
 session's locale and falls back to English. `size_text` spells a size the same way in every
-tool's text and display.
+tool's text and display; `count_of` puts an English count and its noun in agreement.
 """
 
 from __future__ import annotations
@@ -29,3 +29,8 @@ def size_text(n: int) -> str:
             return f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TB"
+
+
+def count_of(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 file`, `3 files`, `0 files`; `plural` for nouns that do not just take an s."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"

@@ -3,16 +3,15 @@
 `run_in_background` is the model's explicit choice: a job keeps its time limit (a watcher
 task stops its process tree there), is stopped when the session ends, and leaves a notice
 for the model when it exits. shell_output reads a job's new output and status, waits for it
-or stops it. The session's state (its private temporary folder and its jobs) lives in
-`session.data["run_shell"]` and is cleaned up when the session closes.
+or stops it. The session's state (its jobs, and `$TMPDIR`: `tmp/` in the session's own
+temporary directory) lives in `session.data["run_shell"]`; the jobs are stopped when the
+session closes, and the session then removes the folder.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,21 +82,27 @@ class _ShellState:
 
 
 def shell_state(session: Session) -> _ShellState:
-    """The session's run_shell state; the first call makes its temporary folder and cleanup."""
+    """The session's run_shell state; the first call registers its cleanup.
+
+    The shell's `$TMPDIR` is `tmp/` in the session's own temporary directory, which the
+    session removes when it closes, after the jobs were stopped here.
+    """
     state = session.data.get(_STATE_KEY)
     if isinstance(state, _ShellState):
         return state
-    new = _ShellState(temp_dir=Path(tempfile.mkdtemp(prefix=f"handrail-tmp-{session.id[:8]}-")))
+    new = _ShellState(temp_dir=session.temp_path("tmp"))
     # setdefault: two parallel calls of one session end up sharing one state.
     state = session.data.setdefault(_STATE_KEY, new)
     if state is new:
 
         async def close() -> None:
+            # Forget the state: a call after the session closed starts afresh (a new $TMPDIR,
+            # a new cleanup) instead of reusing a removed folder and unwatched jobs.
+            if session.data.get(_STATE_KEY) is new:
+                del session.data[_STATE_KEY]
             await _close_state(new)
 
         session.on_close(close)
-    else:
-        shutil.rmtree(new.temp_dir, ignore_errors=True)
     assert isinstance(state, _ShellState)
     return state
 
@@ -109,7 +114,6 @@ async def _close_state(state: _ShellState) -> None:
         if job.watcher is not None and not job.watcher.done():
             job.watcher.cancel()
         job.capture.close()
-    shutil.rmtree(state.temp_dir, ignore_errors=True)
 
 
 def start_job(

@@ -98,7 +98,9 @@ def _rel_parts(path: str, roots: Sequence[Path]) -> tuple[str, ...] | None:
 
 
 def _roots_text(roots: Sequence[Path]) -> str:
-    return ", ".join(str(r) for r in roots) or "(none)"
+    # Each root once: the readable roots are the read roots plus the write roots, which are
+    # often the same folder.
+    return ", ".join(dict.fromkeys(str(r) for r in roots)) or "(none)"
 
 
 class Policy:

@@ -33,7 +33,7 @@ def to_text(value: Any) -> str:
         try:
             return value.decode("utf-8")
         except UnicodeDecodeError:
-            return f"({len(value)} bytes of binary data)"
+            return f"({_count(len(value), 'byte')} of binary data)"
     return "\n".join(_render(_plain(value), 0))
 
 
@@ -108,8 +108,9 @@ def truncate(
         path = path.with_name(f"{path.stem.rsplit('~', 1)[0]}~{n}.txt")
     path.write_text(content, encoding="utf-8")
     total = len(content)
-    # The marker's length depends on the counts it prints; size it with the worst case.
-    worst = _marker(total, content.count("\n"), path)
+    # The marker's length depends on the counts it prints; size it with the worst case (the
+    # most digits, and the plural).
+    worst = _marker(total, max(content.count("\n"), 2), path)
     budget = max(limit - len(worst), 0)
     head_len = budget // 2
     tail_len = budget - head_len
@@ -137,6 +138,10 @@ def truncate(
 
 def _marker(chars: int, lines: int, path: Path) -> str:
     return (
-        f"\n\n[... {chars} characters ({lines} lines) omitted. The full output is saved in "
-        f"{path}; read that file to see the omitted part ...]\n\n"
+        f"\n\n[... {_count(chars, 'character')} ({_count(lines, 'line')}) omitted. The full "
+        f"output is saved in {path}; read that file to see the omitted part ...]\n\n"
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun if n == 1 else noun + 's'}"

@@ -54,9 +54,12 @@ def isolated_env(home: Path, **extra: str) -> dict[str, str]:
         not in ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "COLUMNS", "LINES", "TERM", "LANG")
         and not k.lower().endswith("_proxy")
     }
-    for name in ("home", "state", "config", "xdg-state", "cache"):
+    for name in ("home", "state", "config", "xdg-state", "cache", "tmp"):
         (home / name).mkdir(parents=True, exist_ok=True)
     env.update(
+        # A chat that a test ends with SIGKILL cannot remove its session directory: keep it
+        # in the test's own folder rather than the run's temporary root.
+        TMPDIR=str(home / "tmp"),
         HOME=str(home / "home"),
         HANDRAIL_STATE_DIR=str(home / "state"),
         XDG_CONFIG_HOME=str(home / "config"),
