@@ -4,9 +4,10 @@ A model emits tool calls; handrail finds the tool, validates the arguments, chec
 runs it with a time limit, runs independent calls in parallel (even while the model is still
 streaming), and hands back one uniform `ToolResult`, whatever happened.
 
-Layers (imports flow one way): `_contract` (values) -> `display` (how a call looks, as data)
--> `validation` -> `_context` / `_tool` -> `_registry` -> `permissions` -> `sandbox` ->
-`runtime` -> `builtin` -> `providers` -> `mcp` -> `agent` (with the terminal UI in
+Layers (imports flow one way; pyproject.toml's import-linter contract checks this order):
+`_i18n` (sentence lookup) -> `_contract` (values) -> `display` (how a call looks, as data) ->
+`errors` -> `validation` -> `_context` -> `_tool` -> `_registry` -> `permissions` -> `sandbox`
+-> `runtime` -> `builtin` -> `providers` -> `mcp` -> `agent` (with the terminal UI in
 `agent._terminal`) -> `_cli`; `testing` (the scripted model server) stands alone.
 """
 

@@ -108,6 +108,15 @@ def test_list_dir_names_stays_inside_the_read_roots(tree: Path) -> None:
         assert info.value.code == ErrorCode.OUTSIDE_READ_ROOTS
 
 
+def test_outside_the_roots_names_each_root_once(tree: Path) -> None:
+    ws = tree / "ws"
+    with pytest.raises(ToolFailure) as info:
+        list_dir_names("../outside", ctx_for(ws))  # the workspace is a read and a write root
+    assert str(info.value) == (
+        f"{tree / 'outside'} is outside the allowed roots ({ws}); use a path inside them."
+    )
+
+
 # -- read_file_bytes ---------------------------------------------------------------------------
 
 

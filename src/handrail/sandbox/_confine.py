@@ -25,7 +25,8 @@ def inside(path: str, roots: Sequence[Path]) -> Path | None:
 
 
 def _roots_text(roots: Sequence[Path]) -> str:
-    return ", ".join(str(r) for r in roots) or "(none)"
+    # A write root is usually a read root too: each is named once.
+    return ", ".join(dict.fromkeys(str(r) for r in roots)) or "(none)"
 
 
 def confine_read(path: str, ctx: ToolContext) -> str:
