@@ -413,6 +413,38 @@ Call `list_files` again with corrected arguments.\
 """)
 
 
+async def test_a_glob_too_long_for_rg_is_invalid_args(ws: Path) -> None:
+    # Found by tests/reliability/test_fuzz_tools.py: a 200k-character glob reached rg as one
+    # argument, and Linux's E2BIG came back as EXECUTION_ERROR "Could not start ripgrep".
+    r = await list_files(make_runtime(ws), pattern="a" * 200_000)
+    assert r.error is ErrorCode.INVALID_ARGS
+    assert r.content == snapshot("""\
+The glob is 200000 characters long; at most 4096 are accepted. Write a shorter pattern such as `*.py` or `src/**/*.ts`, or search a narrower path.
+Call `list_files` again with corrected arguments.\
+""")
+    assert (await list_files(make_runtime(ws), pattern="*" * 4096)).ok
+
+
+async def test_a_symlink_loop_as_path_is_named_as_one(ws: Path) -> None:
+    # Found by the fuzz test: "loop1 does not exist. Did you mean `loop1`, `loop2`?"
+    os.symlink("loop2", ws / "loop1")
+    os.symlink("loop1", ws / "loop2")
+    r = await list_files(make_runtime(ws), path="loop1")
+    assert r.error is ErrorCode.FILE_NOT_FOUND
+    assert r.content.replace(str(ws), "WS") == snapshot(
+        "WS/loop1 is a symbolic link that never reaches a file or folder (the links form a loop). Pass the real folder as path, or leave path out to search the whole working directory."
+    )
+
+
+async def test_a_suggested_name_that_is_not_utf8_is_sent_as_utf8(ws: Path) -> None:
+    # Found by the fuzz test: "Did you mean `latin\udce9`" could not be encoded to send.
+    (ws / os.fsdecode(b"latin\xe9")).mkdir()
+    r = await list_files(make_runtime(ws), path="latin")
+    assert r.error is ErrorCode.FILE_NOT_FOUND
+    assert "Did you mean `latin\ufffd`?" in r.content
+    r.content.encode("utf-8")
+
+
 async def test_chinese_messages(ws: Path) -> None:
     rt = make_runtime(ws, locale="zh")
     r = await list_files(rt, limit=2)

@@ -387,6 +387,15 @@ async def test_a_fifo_is_refused_without_being_opened(ws: Path) -> None:
     )
 
 
+async def test_a_suggested_name_that_is_not_utf8_is_sent_as_utf8(ws: Path, rt: Runtime) -> None:
+    # Found by tests/reliability/test_fuzz_tools.py: the suggestion carried a surrogate escape.
+    (ws / os.fsdecode(b"caf\xe9.txt")).write_bytes(b"x\n")
+    r = await read(rt, "caf.txt")
+    assert r.error == ErrorCode.FILE_NOT_FOUND
+    assert "WS/caf\ufffd.txt" in norm(r.content, ws)
+    r.content.encode("utf-8")
+
+
 async def test_a_symlink_loop_is_named_as_one(ws: Path, rt: Runtime) -> None:
     # Found by tests/reliability/test_fuzz_tools.py: it said "is not a regular file, not a
     # regular file".

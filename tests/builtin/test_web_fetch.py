@@ -633,6 +633,7 @@ async def test_invalid_url_messages() -> None:
             "ftp://example.com/file.txt",
             "https://user:pass@example.com/",
             "example.com/page",
+            "https://example.com/a\x00b",
         )
     ]
     assert messages == snapshot(
@@ -651,6 +652,11 @@ Call `web_fetch` again with corrected arguments.\
 """,
             """\
 'example.com/page' is missing its scheme. Write the full URL, starting with https:// (or http://), e.g. https://example.com/page
+Call `web_fetch` again with corrected arguments.\
+""",
+            # The fuzz test sent a NUL; the message used to name only tabs and line breaks.
+            """\
+The URL contains control characters (such as a tab, a line break or a NUL byte). Remove them, or percent-encode them if they belong in the URL.
 Call `web_fetch` again with corrected arguments.\
 """,
         ]

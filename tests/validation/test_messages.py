@@ -121,6 +121,21 @@ Call `find_files` again with corrected arguments.\
 """)
 
 
+async def test_lone_surrogate_content_in_both_locales() -> None:
+    en = await call('{"path": "a", "pattern": "x\\ud83d"}')
+    assert en.content == snapshot("""\
+Invalid arguments for `find_files`:
+- /pattern: contains \\ud83d, half of a UTF-16 surrogate pair (a character cut in two); send the whole character, or both halves of the pair
+Call `find_files` again with corrected arguments.\
+""")
+    zh = await call('{"path": "a", "pattern": "x\\ud83d"}', locale="zh")
+    assert zh.content == snapshot("""\
+`find_files` 的参数无效:
+- /pattern: 含有 \\ud83d,这是 UTF-16 代理对的一半(被截成两半的字符);请发送完整的字符,或代理对的两半
+请修正参数后重新调用 `find_files`。\
+""")
+
+
 async def test_non_object_content() -> None:
     result = await call("[1, 2]")
     assert result.content == snapshot("""\

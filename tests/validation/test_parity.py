@@ -167,3 +167,39 @@ def test_same_expected_and_message_for_plain_fields(raw: str) -> None:
     p_issues = sorted((i.path, i.expected, i.received, i.message) for i in p.value.issues)
     j_issues = sorted((i.path, i.expected, i.received, i.message) for i in j.value.issues)
     assert p_issues == j_issues
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"path": "a\\ud800", "count": 3}',
+        '{"path": "a", "count": 3, "entries": [{"name": "\\udfff"}]}',
+        '{"path": "a", "count": 3, "weights": {"k\\ud83d": 1}}',
+        '{"path": "a\ud800", "count": 3}',  # the character itself, as a Python caller can send
+        {"path": "\udc80", "count": 3},
+    ],
+    ids=["escape", "nested", "key", "character", "mapping"],
+)
+def test_a_lone_surrogate_is_one_clear_issue_on_both_tracks(raw: str | dict[str, Any]) -> None:
+    # Found by tests/reliability/test_fuzz_tools.py: the JSON Schema track let `"\ud800"`
+    # through to the tool, while the Pydantic track said "Invalid JSON: unexpected end of hex
+    # escape ... (line 1, column 1)". UTF-8 cannot carry a lone surrogate, so both refuse it,
+    # and the text says why, in characters that can be sent.
+    for track in (pydantic_track, schema_track):
+        with pytest.raises(InvalidArguments) as exc:
+            track.validate(raw)
+        (only,) = exc.value.issues
+        assert only.expected == "text without lone surrogates"
+        assert "half of a UTF-16 surrogate pair" in only.message
+        for text in (only.path, only.received, only.message):
+            text.encode("utf-8")
+    with pytest.raises(InvalidArguments) as p:
+        pydantic_track.validate(raw)
+    with pytest.raises(InvalidArguments) as j:
+        schema_track.validate(raw)
+    assert p.value.issues == j.value.issues
+
+
+def test_a_surrogate_pair_is_one_character_and_valid() -> None:
+    raw = '{"path": "\\ud83d\\ude00", "count": 3}'
+    assert verdict(pydantic_track, raw) == verdict(schema_track, raw) == (True, [])

@@ -55,6 +55,9 @@ DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 SEARCH_TIMEOUT = 30.0
 """Seconds before rg is stopped and the results so far are returned, flagged partial."""
+MAX_GLOB_CHARS = 4096
+"""Longest glob accepted. rg takes the glob as one argument, and Linux refuses an argument over
+128 KiB; far below that, a glob this long is a mistake, not a file pattern."""
 
 SEARCH_CATALOG: Catalog = {
     "en": {
@@ -65,6 +68,11 @@ SEARCH_CATALOG: Catalog = {
             "leave path out to search the whole working directory."
         ),
         "other": "{path} is not a folder or a regular file. Pass a folder as path.",
+        "link_loop": (
+            "{path} is a symbolic link that never reaches a file or folder (the links form a "
+            "loop). Pass the real folder as path, or leave path out to search the whole "
+            "working directory."
+        ),
         "outside": (
             "{path} is outside the folders this session may read ({roots}). Pass a path inside "
             "them, or leave path out to search the working directory."
@@ -72,6 +80,10 @@ SEARCH_CATALOG: Catalog = {
         "bad_glob": (
             "Invalid glob {glob!r}: {reason}. Write a glob such as `*.py`, `src/**/*.ts` or "
             "`*.{{js,jsx}}`; escape a literal `*`, `?`, `[`, `{{` or `}}` with a backslash."
+        ),
+        "glob_too_long": (
+            "The glob is {length} characters long; at most {limit} are accepted. Write a "
+            "shorter pattern such as `*.py` or `src/**/*.ts`, or search a narrower path."
         ),
         "no_rg": (
             "ripgrep (rg) is not installed, so this search cannot run. Reinstall handrail "
@@ -98,6 +110,10 @@ SEARCH_CATALOG: Catalog = {
             "或省略 path 以搜索整个工作目录。"
         ),
         "other": "{path} 既不是文件夹也不是普通文件。请把一个文件夹作为 path 传入。",
+        "link_loop": (
+            "{path} 是一个永远指不到文件或文件夹的符号链接(链接构成了循环)。"
+            "请把真正的文件夹作为 path 传入,或省略 path 以搜索整个工作目录。"
+        ),
         "outside": (
             "{path} 不在本会话可读取的文件夹({roots})之内。"
             "请传入其中的路径,或省略 path 以搜索工作目录。"
@@ -105,6 +121,10 @@ SEARCH_CATALOG: Catalog = {
         "bad_glob": (
             "无效的 glob {glob!r}:{reason}。请写成 `*.py`、`src/**/*.ts` 或 `*.{{js,jsx}}` 这样的"
             " glob;字面的 `*`、`?`、`[`、`{{`、`}}` 请用反斜杠转义。"
+        ),
+        "glob_too_long": (
+            "这个 glob 长 {length} 个字符,最多只接受 {limit} 个。请写更短的模式,如 `*.py` 或"
+            " `src/**/*.ts`,或搜索更小的路径。"
         ),
         "no_rg": (
             "未安装 ripgrep (rg),无法执行搜索。请重新安装 handrail(它依赖 `ripgrep` 包),"
@@ -203,6 +223,11 @@ def resolve_search(path: str | None, ctx: ToolContext) -> SearchRoot:
             code=ErrorCode.OUTSIDE_READ_ROOTS,
         ) from None
     refuse_hidden(root.path, ctx)
+    if root.kind == "missing" and os.path.islink(root.path):  # resolving stopped at a loop
+        raise ToolFailure(
+            text(ctx.locale, SEARCH_CATALOG, "link_loop", path=root.path),
+            code=ErrorCode.FILE_NOT_FOUND,
+        )
     if root.kind == "missing":
         msg = text(ctx.locale, SEARCH_CATALOG, "not_found", path=root.path)
         wanted = root.path.rstrip("/").rsplit("/", 1)[-1]
@@ -215,7 +240,8 @@ def resolve_search(path: str | None, ctx: ToolContext) -> SearchRoot:
             names = ", ".join(f"`{n}`" for n in near)
             msg += text(ctx.locale, SEARCH_CATALOG, "did_you_mean", names=names)
         msg += text(ctx.locale, SEARCH_CATALOG, "not_found_next", cwd=ctx.cwd)
-        raise ToolFailure(msg, code=ErrorCode.FILE_NOT_FOUND)
+        # printable: a suggested name may be bytes that are not UTF-8 (surrogate escapes).
+        raise ToolFailure(printable(msg), code=ErrorCode.FILE_NOT_FOUND)
     if root.kind == "other":
         raise ToolFailure(
             text(ctx.locale, SEARCH_CATALOG, "other", path=root.path),
@@ -295,7 +321,11 @@ def relative_glob(pattern: str, folder: str) -> str:
 
 
 def glob_error(locale: str, pattern: str, type_filter: bool = True) -> str | None:
-    """The INVALID_ARGS message for a malformed glob, or None."""
+    """The INVALID_ARGS message for a malformed (or absurdly long) glob, or None."""
+    if len(pattern) > MAX_GLOB_CHARS:
+        return text(
+            locale, SEARCH_CATALOG, "glob_too_long", length=len(pattern), limit=MAX_GLOB_CHARS
+        )
     try:
         compile_glob(pattern, type_filter=type_filter)
     except ValueError as exc:

@@ -57,6 +57,7 @@ from ..validation import closest
 from ._displays import read_display
 from ._hidden_paths import refuse_hidden, visible_names
 from ._i18n import size_text, text
+from ._list_files import printable
 from ._records import digest, record_read, unchanged_range
 
 __all__ = ["ReadFile", "ReadFileArgs"]
@@ -475,7 +476,8 @@ def _not_found(path: str, ctx: ToolContext) -> str:
         message += text(loc, CATALOG, "did_you_mean", names=shown)
     elif stat_file(folder) is None:
         message += text(loc, CATALOG, "no_folder", folder=folder)
-    return message + text(loc, CATALOG, "not_found_next", cwd=ctx.cwd)
+    # printable: a suggested name may be bytes that are not UTF-8 (surrogate escapes).
+    return printable(message + text(loc, CATALOG, "not_found_next", cwd=ctx.cwd))
 
 
 def _notes(session: Session) -> dict[str, tuple[str, int, int]]:

@@ -29,8 +29,8 @@ CATALOG: Catalog = {
             "tracking parameters, or find a shorter URL for the same page."
         ),
         "control": (
-            "The URL contains control characters (a tab or line break). Remove them, or "
-            "percent-encode them if they belong in the URL."
+            "The URL contains control characters (such as a tab, a line break or a NUL byte). "
+            "Remove them, or percent-encode them if they belong in the URL."
         ),
         "no_scheme": (
             "{url!r} is missing its scheme. Write the full URL, starting with https:// (or "
@@ -169,7 +169,8 @@ CATALOG: Catalog = {
             "或换一个指向同一页面的较短 URL。"
         ),
         "control": (
-            "URL 中含有控制字符(制表符或换行)。请删除它们;如确属 URL 的一部分,请进行百分号编码。"
+            "URL 中含有控制字符(如制表符、换行或 NUL 字节)。请删除它们;"
+            "如确属 URL 的一部分,请进行百分号编码。"
         ),
         "no_scheme": (
             "{url!r} 缺少协议部分。请写出完整的 URL,以 https://(或 http://)开头,例如 https://{url}"

@@ -27,14 +27,21 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-_PLAIN = re.compile(r'^[^"\\\x00-\x1f\x7f]*$')
+_PLAIN = re.compile(r'^[^"\\\x00-\x1f\x7f\ud800-\udfff]*$')
+SURROGATE = re.compile("[\ud800-\udfff]")
+r"""A lone surrogate: a str can hold one (a Python caller, a `\ud800` escape), UTF-8 cannot."""
+
+
+def escape_surrogates(text: str) -> str:
+    r"""`text` with each lone surrogate written as its `\uXXXX` escape, so it encodes."""
+    return SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _quote(text: str) -> str:
     """JSON-style quoting (what the model sent), fast for the common plain string."""
     if _PLAIN.match(text):
         return '"' + text + '"'
-    return json.dumps(text, ensure_ascii=False)
+    return escape_surrogates(json.dumps(text, ensure_ascii=False))
 
 
 def describe(value: Any) -> str:
@@ -137,8 +144,20 @@ def json_issue(detail: str, line: int, column: int, locale: str, raw: str) -> Va
     return ValidationIssue(
         path="",
         expected="valid JSON",
-        received="string " + _clip(json.dumps(raw, ensure_ascii=False), RECEIVED_MAX - 7),
+        received="string " + _clip(_quote(raw[: RECEIVED_MAX * 2]), RECEIVED_MAX - 7),
         message=message(locale, "invalid_json", detail=detail, line=line, column=column),
+    )
+
+
+def surrogate_issue(path: str, value: str, locale: str) -> ValidationIssue:
+    """The issue for a string holding a lone surrogate (half of a UTF-16 pair)."""
+    found = SURROGATE.search(value)
+    escape = f"\\u{ord(found.group()):04x}" if found else "\\ud800"
+    return ValidationIssue(
+        path=escape_surrogates(path),
+        expected="text without lone surrogates",
+        received=f"string with {escape}",
+        message=message(locale, "surrogate", escape=escape),
     )
 
 

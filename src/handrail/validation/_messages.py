@@ -13,6 +13,10 @@ Locale = Literal["en", "zh"]
 CATALOGS: dict[str, dict[str, str]] = {
     "en": {
         "invalid_json": "arguments are not valid JSON: {detail} (line {line}, column {column})",
+        "surrogate": (
+            "contains {escape}, half of a UTF-16 surrogate pair (a character cut in two); send "
+            "the whole character, or both halves of the pair"
+        ),
         "not_object": "arguments must be a JSON object, received {received}",
         "missing": "required field `{field}` is missing",
         "unknown_field": "unknown field `{field}`",
@@ -37,6 +41,10 @@ CATALOGS: dict[str, dict[str, str]] = {
     },
     "zh": {
         "invalid_json": "参数不是合法的 JSON:{detail}(第 {line} 行,第 {column} 列)",
+        "surrogate": (
+            "含有 {escape},这是 UTF-16 代理对的一半(被截成两半的字符);"
+            "请发送完整的字符,或代理对的两半"
+        ),
         "not_object": "参数必须是 JSON 对象,实际收到 {received}",
         "missing": "缺少必填字段 `{field}`",
         "unknown_field": "未知字段 `{field}`",

@@ -19,6 +19,7 @@ from pydantic_core import ErrorDetails
 from .._contract import ValidationIssue
 from ._errors import InvalidArguments
 from ._issues import (
+    SURROGATE,
     describe,
     issue,
     json_issue,
@@ -118,6 +119,10 @@ class PydanticArgs:
         errors = exc.errors(include_url=False)
         if not text.strip():
             return self.validate("{}", locale)
+        if isinstance(text, str) and SURROGATE.search(text):  # Pydantic cannot even read it
+            parsed = parse_arguments(text, locale)
+            if isinstance(parsed, ValidationIssue):
+                raise InvalidArguments((parsed,))
         json_invalid = integral = False
         for e in errors:
             kind = e["type"]
