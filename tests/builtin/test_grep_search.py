@@ -668,3 +668,14 @@ async def test_the_runtime_deadline_shortens_the_search(
     r = await grep(make_runtime(ws, default_timeout=1.0), "needle")
     assert r.ok and r.metadata["partial"] is True
     assert body(r) == ["src/app.py"]
+
+
+async def test_a_pattern_too_long_for_ripgrep_is_invalid_args(tmp_path: Path) -> None:
+    rt = Runtime(Registry([GrepSearch()]), root=tmp_path)
+    for args in ({"pattern": "a" * 200_000}, {"pattern": "a", "type": "b" * 20_000}):
+        r = await rt.call("grep_search", args)
+        assert r.error is ErrorCode.INVALID_ARGS  # was EXECUTION_ERROR "Could not start ripgrep"
+    assert r.content.splitlines()[0] == (
+        "The type is 20000 characters long; at most 16384 are accepted. Search for a shorter, "
+        "distinctive part of the text instead."
+    )

@@ -119,6 +119,13 @@ Todo list updated (2 items: 1 completed, 0 in progress, 1 pending):
     assert [t["id"] for t in rt.session.data["todo_write"]] == ["2", "5"]
 
 
+async def test_one_item_is_counted_in_the_singular(rt: Runtime) -> None:
+    r = await write(rt, item("1", "Release"))
+    assert r.content.splitlines()[0] == (
+        "Todo list updated (1 item: 0 completed, 0 in progress, 1 pending):"
+    )
+
+
 async def test_an_empty_list_clears_it(rt: Runtime) -> None:
     await write(rt, *FOUR)
     r = await write(rt)

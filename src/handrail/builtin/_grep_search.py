@@ -66,6 +66,10 @@ MAX_COLUMNS = 500
 OutputMode = Literal["files_with_matches", "content", "count"]
 _DIGITS = "0123456789"
 
+MAX_PATTERN_CHARS = 16_384
+"""Longest pattern (or type) accepted: far beyond any real regex, far below the 128 KiB one
+argument may be."""
+
 CATALOG: Catalog = {
     "en": {
         "none": "No matches found.",
@@ -120,6 +124,10 @@ CATALOG: Catalog = {
         "nul_pattern": (
             "The pattern contains a NUL byte, which cannot be passed to ripgrep. Remove it (to "
             "find binary files, search for text they contain)."
+        ),
+        "too_long": (
+            "The {field} is {length} characters long; at most {limit} are accepted. Search for "
+            "a shorter, distinctive part of the text instead."
         ),
         "context_mode": (
             'context, before and after only apply to output_mode="content". Add '
@@ -178,6 +186,9 @@ CATALOG: Catalog = {
         "nul_pattern": (
             "模式中含有 NUL 字节,无法传给 ripgrep。请删除它(要查找二进制文件,"
             "请搜索其中包含的文本)。"
+        ),
+        "too_long": (
+            "{field} 长 {length} 个字符,最多只接受 {limit} 个。请改为搜索其中较短且有特征的部分。"
         ),
         "context_mode": (
             'context、before 和 after 只在 output_mode="content" 时有效。'
@@ -302,6 +313,13 @@ class GrepSearch(Tool):
         """Cheap checks before anything runs."""
         if "\x00" in args.pattern:
             return text(ctx.locale, CATALOG, "nul_pattern")
+        for field, value in (("pattern", args.pattern), ("type", args.type or "")):
+            if len(value) > MAX_PATTERN_CHARS:
+                # rg takes each as one argument; Linux refuses one over 128 KiB.
+                length, limit = len(value), MAX_PATTERN_CHARS
+                return text(
+                    ctx.locale, CATALOG, "too_long", field=field, length=length, limit=limit
+                )
         if args.output_mode != "content" and any(
             v is not None for v in (args.context, args.before, args.after)
         ):

@@ -501,7 +501,8 @@ class ListFiles(Tool):
             "partial": run.partial,
             "stopped": run.stopped,
         }
-        summary = f"list_files: {len(shown)} of {total} files" + (
+        noun = "file" if total == 1 else "files"
+        summary = f"list_files: {len(shown)} of {total} {noun}" + (
             " (partial)" if run.partial else ""
         )
         return ToolResult.success(printable(content), summary=summary, metadata=metadata)

@@ -53,6 +53,7 @@ CATALOG = {
         "updated": "Todo list updated ({counts}):",
         "cleared": "Todo list cleared (no items).",
         "counts": "{total} items: {done} completed, {active} in progress, {todo} pending",
+        "counts_one": "1 item: {done} completed, {active} in progress, {todo} pending",
         "counts_cancelled": ", {cancelled} cancelled",
         "summary": "Todos: {done}/{total} completed",
     },
@@ -73,6 +74,7 @@ CATALOG = {
         "updated": "待办列表已更新({counts}):",
         "cleared": "待办列表已清空(没有事项)。",
         "counts": "共 {total} 项:{done} 项已完成,{active} 项进行中,{todo} 项待办",
+        "counts_one": "共 1 项:{done} 项已完成,{active} 项进行中,{todo} 项待办",
         "counts_cancelled": ",{cancelled} 项已取消",
         "summary": "待办:{done}/{total} 已完成",
     },
@@ -195,7 +197,8 @@ class TodoWrite(Tool):
         if not todos:
             content = text(loc, CATALOG, "cleared")
         else:
-            line = text(loc, CATALOG, "counts", **counts)
+            key = "counts_one" if counts["total"] == 1 else "counts"
+            line = text(loc, CATALOG, key, **counts)
             if counts["cancelled"]:
                 line += text(loc, CATALOG, "counts_cancelled", **counts)
             content = text(loc, CATALOG, "updated", counts=line) + "\n" + render(todos)

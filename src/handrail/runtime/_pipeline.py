@@ -474,5 +474,15 @@ class Pipeline(Runner):
             hint = say(loc, "available", names=names)
         if self.registry.has_deferred:
             hint += say(loc, "more_tools")
-        content = say(loc, "no_tool", name=call.name, hint=hint)
-        return fail(call, call.name, t0, ErrorCode.TOOL_NOT_FOUND, content)
+        shown = _shown_name(call.name)
+        content = say(loc, "no_tool", name=shown, hint=hint)
+        return fail(call, shown, t0, ErrorCode.TOOL_NOT_FOUND, content)
+
+
+def _shown_name(name: str) -> str:
+    """A model-written name as it may be echoed.
+
+    Valid UTF-8 (a lone surrogate is escaped) and at most 100 characters.
+    """
+    text = name.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= 100 else text[:99] + "…"
