@@ -7,6 +7,15 @@ A confined command and every process it starts:
 * cannot change `.git` or `.handrail` at the top of a write root: they are bind-mounted
   read-only in a private mount namespace (Landlock grants are inherited downward and cannot
   carve a read-only hole into a writable root);
+* cannot change the metadata (times, mode, owner, ACLs and other extended attributes) of
+  anything outside the write roots and its temporary folder, which Landlock does not cover:
+  in the same mount namespace every mount is made read-only (`mount_setattr`, Linux 5.12)
+  but for the write roots, each bound onto itself first. Devices, FIFOs and sockets stay
+  writable on a read-only mount, so `/dev/null` and the terminal keep working; creating a
+  file outside the roots now fails with EROFS ("Read-only file system") before Landlock's
+  EACCES is reached. Without a mount namespace (Landlock only, or a kernel without
+  `mount_setattr`: `SandboxSupport.keeps_metadata`) and for unconfined commands, metadata
+  outside the roots is not protected;
 * with a `ReadView`, cannot read the user's home beyond what it needs, nor any hidden path:
   in the same mount namespace the home is covered by an empty tmpfs, the needed paths are
   cloned back on top (`open_tree` + `move_mount`), and hidden paths it could still reach are
@@ -90,6 +99,8 @@ _PR_CAP_AMBIENT_CLEAR_ALL = 4
 _CAP_VERSION_3 = 0x20080522
 _SYS_OPEN_TREE = 428  # Linux 5.2; Landlock (5.13) implies it
 _SYS_MOVE_MOUNT = 429
+_SYS_MOUNT_SETATTR = 442  # Linux 5.12; the same number on every architecture
+_MOUNT_ATTR_RDONLY = 1
 _OPEN_TREE_CLONE = 1
 _AT_RECURSIVE = 0x8000
 _AT_FDCWD = -100
@@ -147,6 +158,9 @@ class SandboxSupport:
     hides_paths: bool = False
     """A command's mount namespace can hide folders (tmpfs, subtrees cloned back on top), so
     its reads can be confined to what it needs."""
+    keeps_metadata: bool = False
+    """A command's mount namespace can make every mount but the write roots read-only, so it
+    cannot change times, modes or owners outside them (Landlock alone does not stop that)."""
 
     @property
     def available(self) -> bool:
@@ -171,13 +185,14 @@ def sandbox_support(*, refresh: bool = False) -> SandboxSupport:
         return _support
     abi = landlock_abi()
     needs_userns = os.geteuid() != 0
-    namespaces = hides = False
+    namespaces = hides = keeps = False
     reason = ""
     if _libc is None or not hasattr(_libc, "unshare"):
         reason = "not Linux: no Landlock or namespaces"
     else:
         namespaces = _probe_namespaces(needs_userns)
         hides = namespaces and _probe_namespaces(needs_userns, hide=True)
+        keeps = namespaces and _probe_namespaces(needs_userns, read_only=True)
         if abi == 0:
             reason = (
                 "the kernel has no Landlock (Linux 5.13 or later with Landlock enabled, e.g. "
@@ -189,12 +204,13 @@ def sandbox_support(*, refresh: bool = False) -> SandboxSupport:
         user_namespace=needs_userns,
         reason=reason,
         hides_paths=hides,
+        keeps_metadata=keeps,
     )
     return _support
 
 
-def _probe_namespaces(needs_userns: bool, *, hide: bool = False) -> bool:
-    """Start a `true` in new namespaces; with `hide`, also through a small `ReadView`."""
+def _probe_namespaces(needs_userns: bool, *, hide: bool = False, read_only: bool = False) -> bool:
+    """Start a `true` in new namespaces (`hide`: through a small view; `read_only`: read-only)."""
     true = shutil.which("true") or "/bin/true"
     with tempfile.TemporaryDirectory(prefix="handrail-probe-") as folder:
         view = None
@@ -211,6 +227,7 @@ def _probe_namespaces(needs_userns: bool, *, hide: bool = False) -> bool:
             loopback=True,
             ruleset=-1,
             view=view,
+            writable=(os.fsencode(folder),) if read_only else None,
         )
         try:
             done = subprocess.run(
@@ -243,10 +260,20 @@ class _Setup:
         ruleset: int,
         netns: int = -1,
         view: ReadView | None = None,
+        writable: Sequence[bytes] | None = None,
         drop_caps: Sequence[int] = (),
         parent_death: ParentDeath | None = None,
     ) -> None:
         assert _libc is not None
+        # With `writable`, every mount but those paths becomes read-only (None: left as is).
+        self.writable = tuple(writable) if writable is not None else None
+        # struct mount_attr {attr_set, attr_clr, propagation, userns_fd}, made before the fork.
+        self.attr_rdonly = ctypes.create_string_buffer(
+            struct.pack("QQQQ", _MOUNT_ATTR_RDONLY, 0, 0, 0), 32
+        )
+        self.attr_rw = ctypes.create_string_buffer(
+            struct.pack("QQQQ", 0, _MOUNT_ATTR_RDONLY, 0, 0), 32
+        )
         self.parent_death = parent_death
         self.userns = userns
         self.maps = (
@@ -296,6 +323,9 @@ class _Setup:
         if self.flags & _CLONE_NEWNS:
             if self.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
                 raise _errno_error("mount --make-rprivate /")
+            if self.writable is not None:
+                self._read_only_but_writable()
+            # After the above: clearing read-only below a write root would undo these.
             for path in self.readonly:
                 if self.mount(path, path, None, _MS_BIND | _MS_REC, None) != 0:
                     raise _errno_error("bind mount")
@@ -322,6 +352,26 @@ class _Setup:
         if self.parent_death is not None:
             # Last: a change of credentials after it would clear the request (prctl(2)).
             self.parent_death()
+
+    def _read_only_but_writable(self) -> None:
+        """Make every mount read-only but the writable paths (and what is mounted below them).
+
+        Landlock does not cover utime, chmod, chown or extended attributes; a read-only mount
+        refuses them all with EROFS. Each writable path is bound onto itself so that it is a
+        mount of its own, then the whole tree is made read-only and those mounts writable again.
+        """
+        for path in self.writable or ():
+            if self.mount(path, path, None, _MS_BIND | _MS_REC, None) != 0:
+                raise _errno_error("bind a writable path")
+        size = ctypes.c_size_t(32)
+        if self.syscall(_SYS_MOUNT_SETATTR, _AT_FDCWD, b"/", _AT_RECURSIVE, self.attr_rdonly, size):
+            raise _errno_error("mount_setattr read-only")
+        for path in self.writable or ():
+            if self.syscall(_SYS_MOUNT_SETATTR, _AT_FDCWD, path, _AT_RECURSIVE, self.attr_rw, size):
+                raise _errno_error("mount_setattr writable")
+        # The cwd was entered before the binds: enter it again, or a cwd inside a write root
+        # would still be on the mount below the bind, now read-only.
+        os.chdir(os.getcwdb())
 
     def _drop_inherited(self) -> None:
         """Clear the dropped capabilities from the inheritable and ambient sets too.
@@ -474,6 +524,7 @@ class Confinement:
         self._fd = -1
         netns = -1
         readonly: list[bytes] = []
+        writable_mounts: list[bytes] | None = None
         flags = _CLONE_NEWPID if ns else 0
         # Reads are confined by mounts where a mount namespace can hide paths, else by
         # Landlock (file contents only); callers report `reads_by`.
@@ -500,6 +551,9 @@ class Confinement:
                     netns = _shared_netns(self.support)
                     if netns < 0:
                         flags |= _CLONE_NEWNET
+                if self.support.keeps_metadata:
+                    # A missing extra path grants nothing (as in the ruleset); the others exist.
+                    writable_mounts = [os.fsencode(p) for p in writable if os.path.exists(p)]
                 for root in self.write_roots:
                     for name in PROTECTED:
                         p = root / name
@@ -521,6 +575,7 @@ class Confinement:
             ruleset=self._fd,
             netns=netns,
             view=view if hides else None,
+            writable=writable_mounts,
             drop_caps=drop,
             # Without a PID namespace the supervisor is the command's subreaper, so that it can
             # find and end everything the command started when handrail dies.
@@ -530,6 +585,10 @@ class Confinement:
         """The command gets its own PID namespace (stopping it reaches every descendant)."""
         self.readonly = tuple(os.fsdecode(p) for p in readonly)
         """Paths bind-mounted read-only for the command."""
+        self.keeps_metadata = writable_mounts is not None
+        """Every mount but the writable paths is read-only for the command, so it cannot change
+        times, modes or owners outside them. False without a mount namespace (Landlock alone
+        does not cover them) and for `filesystem=False`."""
 
     @property
     def label(self) -> str:
