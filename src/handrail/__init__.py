@@ -5,10 +5,11 @@ runs it with a time limit, runs independent calls in parallel (even while the mo
 streaming), and hands back one uniform `ToolResult`, whatever happened.
 
 Layers (imports flow one way; pyproject.toml's import-linter contract checks this order):
-`_i18n` (sentence lookup) -> `_contract` (values) -> `display` (how a call looks, as data) ->
-`errors` -> `validation` -> `_context` -> `_tool` -> `_registry` -> `permissions` -> `sandbox`
--> `runtime` -> `builtin` -> `providers` -> `mcp` -> `agent` (with the terminal UI in
-`agent._terminal`) -> `_cli`; `testing` (the scripted model server) stands alone.
+`_atomic` (crash-safe file replacement) -> `_i18n` (sentence lookup) -> `_contract` (values)
+-> `display` (how a call looks, as data) -> `errors` -> `validation` -> `_context` -> `_tool`
+-> `_registry` -> `permissions` -> `sandbox` -> `runtime` -> `builtin` -> `providers` -> `mcp`
+-> `agent` (with the terminal UI in `agent._terminal`) -> `_cli`; `testing` (the scripted
+model server) stands alone.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import handrail.sandbox._atomic as _atomic
+import handrail._atomic as _atomic
 import handrail.sandbox._files as _files
 from handrail import (
     ErrorCode,

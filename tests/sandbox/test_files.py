@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import handrail.sandbox._atomic as _atomic
+import handrail._atomic as _atomic
 import handrail.sandbox._files as _files
 from handrail import ErrorCode, Session, ToolContext, ToolFailure
 from handrail.sandbox import (

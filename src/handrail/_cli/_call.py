@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
+from .._atomic import write_file_atomic
 from .._contract import (
     Approval,
     ApprovalRequest,
@@ -223,14 +222,7 @@ def save_rule(root: Path, rule: str) -> Path:
         rules.append(rule)
     data = (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".settings-", suffix=".json")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_file_atomic(path, data)  # a kill leaves the old settings or the new, never half
     if keep_trust:
         _trust_again(before, data)
     else:

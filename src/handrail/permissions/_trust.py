@@ -25,7 +25,6 @@ import logging
 import os
 import shlex
 import stat
-import tempfile
 import threading
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .._atomic import write_file_atomic
 from ..errors import ConfigurationError
 
 __all__ = [
@@ -281,21 +281,10 @@ def _locked_store() -> Generator[dict[str, TrustedFolder], None, None]:
 
 def _write_private(path: Path, text: str) -> None:
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trusted-", suffix=".json")
+        # 0600 whatever was there: the store says which folders may run code.
+        write_file_atomic(path, text.encode("utf-8"), mode=0o600)
     except OSError as exc:
         raise ConfigurationError(f"cannot write the trust store {path}: {exc.strerror}") from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:  # mkstemp made it 0600
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise ConfigurationError(f"cannot write the trust store {path}: {exc.strerror}") from exc
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # -- notices ---------------------------------------------------------------------------------

@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._atomic import current_umask, replace_in_dir, sweep_stale_temps
 from .._context import ToolContext
 from .._contract import ErrorCode
 from ..errors import ToolFailure
-from ._atomic import current_umask, replace_in_dir, sweep_stale_temps
 from ._confine import confine_read, confine_write, inside, protected_part, refuse_hidden
 
 __all__ = [

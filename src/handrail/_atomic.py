@@ -9,7 +9,10 @@ the names whose writer is dead (a process's first write into a directory, then o
 Where `O_TMPFILE` is missing (not Linux, NFS, no /proc) the data goes to such a named temporary
 file from the start; the sweep covers that case too.
 
-Everything here works on an open directory handle that the caller has already checked.
+Everything here works on an open directory handle that the caller has already checked;
+`write_file_atomic` is the path-level form for handrail's own files (settings, the trust store),
+which no tool's confinement applies to. Standard library only: the bottom layer, so the
+permissions layer and the CLI can use it as the sandbox does.
 """
 
 from __future__ import annotations
@@ -21,7 +24,13 @@ import re
 import secrets
 import time
 
-__all__ = ["current_umask", "replace_in_dir", "sweep_stale_temps", "temp_name"]
+__all__ = [
+    "current_umask",
+    "replace_in_dir",
+    "sweep_stale_temps",
+    "temp_name",
+    "write_file_atomic",
+]
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -228,3 +237,27 @@ def _replace_named(dfd: int, name: str, data: bytes, mode: int) -> None:
         raise
     os.close(fd)
     _rename_over(tmp, name, dfd)
+
+
+def write_file_atomic(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
+    """Replace (or create) the file at `path` with `data` in one step, durably.
+
+    A kill at any moment leaves the old bytes or the new ones, never a partial file. An
+    existing file keeps its permission bits unless `mode` is given; a new one gets `mode`, or
+    0o666 minus the umask. Raises OSError (the old file then untouched).
+    """
+    parent, name = os.path.split(os.path.abspath(path))
+    dfd = os.open(parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_CLOEXEC)
+    try:
+        sweep_stale_temps(dfd)
+        try:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if mode is None:
+            mode = st.st_mode & 0o7777 if st is not None else 0o666 & ~current_umask()
+        replace_in_dir(dfd, name, data, mode, exists=st is not None)
+        with contextlib.suppress(OSError):
+            os.fsync(dfd)  # the rename (or link) itself, durable
+    finally:
+        os.close(dfd)
