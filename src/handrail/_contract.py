@@ -39,7 +39,9 @@ __all__ = [
     "ToolResult",
     "ValidationIssue",
     "WritePath",
+    "decoded_size",
     "part_note",
+    "part_to_json",
     "parts_text",
 ]
 
@@ -337,7 +339,7 @@ class ImagePart(ContentPart):
     @property
     def size(self) -> int:
         """The decoded size in bytes."""
-        return _decoded_size(self.data)
+        return decoded_size(self.data)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -355,7 +357,7 @@ class AudioPart(ContentPart):
     @property
     def size(self) -> int:
         """The decoded size in bytes."""
-        return _decoded_size(self.data)
+        return decoded_size(self.data)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -380,7 +382,8 @@ class ResourceLinkPart(ContentPart):
     size: int | None = None
 
 
-def _decoded_size(data: str) -> int:
+def decoded_size(data: str) -> int:
+    """The bytes a base64 string decodes to."""
     # Counted, not stripped: rstrip would copy a megabyte string to measure it.
     pad = 2 if data.endswith("==") else 1 if data.endswith("=") else 0
     return (len(data) - pad) * 3 // 4
@@ -423,9 +426,48 @@ def part_note(part: ContentPart, locale: str = "en") -> str:
             return render(
                 _PART_NOTES, locale, "resource_text", uri=part.uri, mime=mime, text=part.text
             )
-        size = _decoded_size(part.blob or "")
+        size = decoded_size(part.blob or "")
         return render(_PART_NOTES, locale, "resource_blob", uri=part.uri, mime=mime, size=size)
     return ""
+
+
+def part_to_json(part: ContentPart) -> dict[str, Any]:
+    """A part as an MCP content block (`type`, its fields, `annotations`, `_meta`).
+
+    The one JSON shape of a part: `handrail serve` sends it, transcripts store it.
+    """
+    block: dict[str, Any]
+    if isinstance(part, TextPart):
+        block = {"type": "text", "text": part.text}
+    elif isinstance(part, ImagePart | AudioPart):
+        kind = "image" if isinstance(part, ImagePart) else "audio"
+        block = {"type": kind, "data": part.data, "mimeType": part.mime_type}
+    elif isinstance(part, ResourceLinkPart):
+        block = {"type": "resource_link", "uri": part.uri, "name": part.name}
+        for key, value in (
+            ("title", part.title),
+            ("description", part.description),
+            ("mimeType", part.mime_type),
+            ("size", part.size),
+        ):
+            if value is not None:
+                block[key] = value
+    elif isinstance(part, ResourcePart):
+        resource: dict[str, Any] = {"uri": part.uri}
+        if part.mime_type is not None:
+            resource["mimeType"] = part.mime_type
+        if part.text is not None:
+            resource["text"] = part.text
+        else:
+            resource["blob"] = part.blob or ""
+        block = {"type": "resource", "resource": resource}
+    else:  # a part type this version does not know: its text view
+        block = {"type": "text", "text": part_note(part)}
+    if part.annotations:
+        block["annotations"] = dict(part.annotations)
+    if part.meta:
+        block["_meta"] = dict(part.meta)
+    return block
 
 
 def parts_text(parts: Sequence[ContentPart], locale: str = "en") -> str:

@@ -1,8 +1,8 @@
 """Content parts as plain JSON, for transcripts: a resumed session sends what the model saw.
 
-The shapes follow MCP's content blocks (`type`, then the block's fields), with `mime_type`
-spelled as in `handrail`. Loading is lenient: a part it does not know, or cannot read, is left
-out rather than failing the whole session.
+Parts are stored as MCP content blocks (`part_to_json`, the shape `handrail serve` sends).
+Loading is lenient: a part it does not know, or cannot read, is left out rather than failing
+the whole session.
 """
 
 from __future__ import annotations
@@ -17,44 +17,15 @@ from .._contract import (
     ResourceLinkPart,
     ResourcePart,
     TextPart,
+    part_to_json,
 )
 
 __all__ = ["parts_from_json", "parts_to_json"]
 
 
-def _part_to_json(part: ContentPart) -> dict[str, Any] | None:
-    out: dict[str, Any]
-    if isinstance(part, TextPart):
-        out = {"type": "text", "text": part.text}
-    elif isinstance(part, ImagePart | AudioPart):
-        kind = "image" if isinstance(part, ImagePart) else "audio"
-        out = {"type": kind, "data": part.data, "mime_type": part.mime_type}
-    elif isinstance(part, ResourcePart):
-        out = {"type": "resource", "uri": part.uri}
-        for key, value in (("mime_type", part.mime_type), ("text", part.text), ("blob", part.blob)):
-            if value is not None:
-                out[key] = value
-    elif isinstance(part, ResourceLinkPart):
-        out = {"type": "resource_link", "uri": part.uri, "name": part.name}
-        optional = (
-            ("title", part.title),
-            ("description", part.description),
-            ("mime_type", part.mime_type),
-            ("size", part.size),
-        )
-        out.update((k, v) for k, v in optional if v is not None)
-    else:
-        return None
-    if part.annotations is not None:
-        out["annotations"] = dict(part.annotations)
-    if part.meta is not None:
-        out["meta"] = dict(part.meta)
-    return out
-
-
 def parts_to_json(parts: Sequence[ContentPart]) -> list[dict[str, Any]]:
     """`parts` as JSON objects, in order."""
-    return [j for j in map(_part_to_json, parts) if j is not None]
+    return [part_to_json(p) for p in parts]
 
 
 def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
@@ -64,13 +35,16 @@ def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
 
 def _part_from_json(data: Mapping[str, Any]) -> ContentPart | None:
     annotations = data.get("annotations")
-    meta = data.get("meta")
+    meta = data.get("_meta")
     common: dict[str, Any] = {
         "annotations": annotations if isinstance(annotations, Mapping) else None,
         "meta": meta if isinstance(meta, Mapping) else None,
     }
     kind = data.get("type")
-    text, uri, mime = _opt_str(data, "text"), _opt_str(data, "uri"), _opt_str(data, "mime_type")
+    resource = data.get("resource")
+    if kind == "resource" and isinstance(resource, Mapping):
+        data = cast(Mapping[str, Any], resource)  # the embedded resource's own fields
+    text, uri, mime = _opt_str(data, "text"), _opt_str(data, "uri"), _opt_str(data, "mimeType")
     if kind == "text" and text is not None:
         return TextPart(text=text, **common)
     if kind in ("image", "audio"):

@@ -14,24 +14,19 @@ from typing import Any
 
 from .. import (
     ApprovalRequest,
-    AudioPart,
     ContentPart,
     FetchUrl,
-    ImagePart,
     PermissionRequest,
     ProgressEvent,
     ReadPath,
-    ResourceLinkPart,
-    ResourcePart,
     RunCommand,
     SwitchMode,
-    TextPart,
     Tool,
     ToolKind,
     ToolResult,
     WritePath,
-    parts_text,
 )
+from .._contract import part_to_json
 from .._i18n import render
 from ..permissions import rules_to_allow
 
@@ -181,39 +176,7 @@ def deferred_note(names: list[str], locale: str) -> str:
 
 def content_block(part: ContentPart) -> dict[str, Any]:
     """One MCP content block for a part, with its annotations and `_meta` as they came."""
-    block: dict[str, Any]
-    if isinstance(part, TextPart):
-        block = {"type": "text", "text": part.text}
-    elif isinstance(part, ImagePart):
-        block = {"type": "image", "data": part.data, "mimeType": part.mime_type}
-    elif isinstance(part, AudioPart):
-        block = {"type": "audio", "data": part.data, "mimeType": part.mime_type}
-    elif isinstance(part, ResourceLinkPart):
-        block = {"type": "resource_link", "uri": part.uri, "name": part.name}
-        for key, value in (
-            ("title", part.title),
-            ("description", part.description),
-            ("mimeType", part.mime_type),
-            ("size", part.size),
-        ):
-            if value is not None:
-                block[key] = value
-    elif isinstance(part, ResourcePart):
-        resource: dict[str, Any] = {"uri": part.uri}
-        if part.mime_type is not None:
-            resource["mimeType"] = part.mime_type
-        if part.text is not None:
-            resource["text"] = part.text
-        else:
-            resource["blob"] = part.blob or ""
-        block = {"type": "resource", "resource": resource}
-    else:  # a part type this version does not know: its text view
-        block = {"type": "text", "text": parts_text((part,))}
-    if part.annotations:
-        block["annotations"] = dict(part.annotations)
-    if part.meta:
-        block["_meta"] = dict(part.meta)
-    return block
+    return part_to_json(part)
 
 
 def call_result(result: ToolResult) -> dict[str, Any]:

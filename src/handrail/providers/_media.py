@@ -25,7 +25,7 @@ from .. import (
     TextPart,
     ToolResult,
 )
-from .._contract import part_note
+from .._contract import decoded_size, part_note
 from ._common import say
 
 __all__ = [
@@ -165,12 +165,6 @@ class Budget:
         self.items_left = self.accepts.max_items
 
 
-def _size(data: str) -> int:
-    # Decoded bytes, without copying megabytes of base64 to strip its padding.
-    pad = 2 if data.endswith("==") else 1 if data.endswith("=") else 0
-    return (len(data) - pad) * 3 // 4
-
-
 def _megabytes(n: int) -> str:
     return f"{n / MB:.1f} MB"
 
@@ -225,7 +219,7 @@ def _take(media: Media, budget: Budget, locale: str) -> Piece:
     if media.kind == "text":
         return media  # text travels as text either way; only binary parts are capped
     accepts = budget.accepts
-    size = _size(media.data)
+    size = decoded_size(media.data)
     limit = accepts.max_image if media.kind == "image" else accepts.max_file
     note = media.note
     if size > limit:
