@@ -37,6 +37,7 @@ try:
     from ._contract import ImagePart as ImagePart
     from ._contract import Interrupted as Interrupted
     from ._contract import PermissionRequest as PermissionRequest
+    from ._contract import Preflight as Preflight
     from ._contract import ProgressEvent as ProgressEvent
     from ._contract import ReadPath as ReadPath
     from ._contract import ResourceLinkPart as ResourceLinkPart
@@ -106,6 +107,7 @@ __all__ = [
     "Interrupted",
     "PermissionMode",
     "PermissionRequest",
+    "Preflight",
     "ProgressEvent",
     "ReadPath",
     "Registry",

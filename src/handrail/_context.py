@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import enum
 import logging
 import os
@@ -12,7 +13,7 @@ import tempfile
 import threading
 import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,26 @@ __all__ = [
     "Session",
     "StateUpdate",
     "ToolContext",
+    "host_scope",
 ]
+
+_HOST: contextvars.ContextVar[Any] = contextvars.ContextVar("handrail_host", default=None)
+
+
+@contextlib.contextmanager
+def host_scope(value: Any) -> Generator[None]:
+    """Calls made inside this block see `value` as `ToolContext.host`.
+
+    An agent framework's adapter wraps each call it makes in this block with the framework's
+    own context for that call (pydantic-ai's `RunContext`, openai-agents' `ToolContext`,
+    LangChain's `ToolRuntime`), so a handrail tool can reach the framework's dependencies.
+    It is a context variable: it follows the call into worker threads and nested tasks.
+    """
+    token = _HOST.set(value)
+    try:
+        yield
+    finally:
+        _HOST.reset(token)
 
 
 class PermissionMode(enum.StrEnum):
@@ -102,6 +122,9 @@ class Session:
     _temp_lock: threading.Lock = field(
         default_factory=threading.Lock, init=False, repr=False, compare=False
     )
+    # The reader/writer gate that keeps this session's unsafe calls from overlapping (made by
+    # the runtime on first use: `handrail.runtime._gate`).
+    _gate: Any = field(default=None, init=False, repr=False, compare=False)
 
     def results_path(self) -> Path:
         """The directory for full copies of truncated results, created on first use."""
@@ -264,6 +287,16 @@ class ToolContext:
         self._updates: list[StateUpdate] = []
         self._cancelled = False
         self._cancel_event: asyncio.Event | None = None
+
+    @property
+    def host(self) -> Any:
+        """The agent framework's own context for this call, or None outside an integration.
+
+        pydantic-ai's `RunContext` (its `deps` included), openai-agents' `ToolContext`, or
+        LangChain's `ToolRuntime`, as the `handrail.integrations` adapter passed it
+        (`host_scope`).
+        """
+        return _HOST.get()
 
     @property
     def cancelled(self) -> bool:

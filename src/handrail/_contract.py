@@ -27,6 +27,7 @@ __all__ = [
     "ImagePart",
     "Interrupted",
     "PermissionRequest",
+    "Preflight",
     "ProgressEvent",
     "ReadPath",
     "ResourceLinkPart",
@@ -562,6 +563,33 @@ class Interrupted(ToolResult):
     """
 
     approval: ApprovalRequest | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Preflight:
+    """What `Runtime.check` found for a call that has not run: it would run, ask, or be refused.
+
+    Nothing ran and nothing was stored: the stages up to the permission decision (resolve,
+    parse, validate, the tool's own checks, pre-tool hooks, the policy) were evaluated as a
+    real call would, and the call stopped there.
+    """
+
+    verdict: Literal["run", "ask", "refuse"]
+    """`run`: allowed as it stands; `ask`: it needs approval; `refuse`: it would fail or be
+    denied before running (see `refusal`)."""
+    call: ToolCall
+    """The call as it would run (a pre-tool hook may have rewritten its arguments)."""
+    tool_name: str
+    """The tool's canonical name (the call may have used an alias), or the name as given."""
+    request: ApprovalRequest | None = None
+    """For `ask`: what the host would be asked (reason, suggested rules)."""
+    refusal: ToolResult | None = None
+    """For `refuse`: the result the call would get (INVALID_ARGS, PERMISSION_DENIED, ...)."""
+
+    @property
+    def needs_approval(self) -> bool:
+        """True when the call would ask (`verdict == "ask"`)."""
+        return self.verdict == "ask"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -15,6 +15,7 @@ PACKAGE = Path(handrail.runtime.__file__).parent
 ORDER = [
     "_messages",
     "_threads",
+    "_gate",
     "_shaping",
     "_calls",
     "_results",

@@ -34,11 +34,14 @@ images in a user message after them). Whatever a format cannot take, or an attac
 provider's documented size limits, goes as a one-line note (`[image: image/png, 73 bytes]`).
 Text-only results are sent exactly as before.
 
-Pass the tools a request was rendered with to the OpenAI parsers: strict mode makes the model
-send `null` for an optional argument, and the parsers turn that back into "not given" (where
-the tool's own schema has no null). A call without a result (the host lost it) is answered as
-"not run" when `calls=` is given; a `Batch` brings its calls along. Provider names are also
-the names `Tool.providers` and `Runtime.tools(provider=...)` use.
+For hosts that build OpenAI tool definitions themselves, `openai_strict_schema(tool)` gives a
+tool's strict-mode parameters and `undo_strict_nulls(tool, arguments)` turns the model's
+`null`s back into "not given". Pass the tools a request was rendered with to the OpenAI
+parsers: strict mode makes the model send `null` for an optional argument, and the parsers
+turn that back into "not given" (where the tool's own schema has no null). A call without a
+result (the host lost it) is answered as "not run" when `calls=` is given; a `Batch` brings
+its calls along. Provider names are also the names `Tool.providers` and
+`Runtime.tools(provider=...)` use.
 
 The loops below run inside an async function; `rt` is the runtime of the first one.
 
@@ -163,6 +166,8 @@ from ._anthropic import anthropic_tools as anthropic_tools
 from ._anthropic import parse_anthropic as parse_anthropic
 from ._common import PROVIDERS as PROVIDERS
 from ._common import StreamParser as StreamParser
+from ._common import openai_strict_schema as openai_strict_schema
+from ._common import undo_strict_nulls as undo_strict_nulls
 from ._dispatch import parse_response as parse_response
 from ._dispatch import result_messages as result_messages
 from ._dispatch import stream_parser as stream_parser
@@ -195,6 +200,7 @@ __all__ = [
     "openai_chat_tools",
     "openai_responses_results",
     "openai_responses_tools",
+    "openai_strict_schema",
     "parse_anthropic",
     "parse_gemini",
     "parse_openai_chat",
@@ -203,6 +209,7 @@ __all__ = [
     "result_messages",
     "stream_parser",
     "tools_payload",
+    "undo_strict_nulls",
 ]
 
 

@@ -226,6 +226,29 @@ def openai_arguments(
     return json.dumps(cleaned, ensure_ascii=False) if isinstance(arguments, str) else cleaned
 
 
+def openai_strict_schema(tool: Tool) -> dict[str, Any] | None:
+    """The tool's parameters as OpenAI strict mode takes them, or None when it cannot.
+
+    Optional properties become required and nullable (strict mode needs every property
+    required), so a model answers `null` for "not given"; pass its arguments through
+    `undo_strict_nulls` before running the call. For a host that builds OpenAI tool
+    definitions itself (openai-agents' `FunctionTool(strict_json_schema=True)`, say): the SDKs'
+    own strict transforms make optional properties required without making them nullable, so
+    the model has to invent a value. None: send `tool.parameters` with strict mode off.
+    """
+    return openai_strict(tool.parameters, tool.name)
+
+
+def undo_strict_nulls(tool: Tool, arguments: str | Mapping[str, Any]) -> str | Mapping[str, Any]:
+    """Undo `openai_strict_schema` on a model's arguments for `tool`: a `null` becomes "not given".
+
+    Only where the tool's own schema has no null, at any depth, so its defaults apply. Text
+    comes back as text, a mapping as a mapping; malformed JSON, or arguments with nothing to
+    undo, come back unchanged (the runtime reports malformed JSON with its position).
+    """
+    return openai_arguments(tool.name, arguments, (tool,))
+
+
 # -- stream parsers --------------------------------------------------------------------------
 
 

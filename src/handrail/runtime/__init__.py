@@ -2,14 +2,16 @@
 
 Invariants: every call passes every stage (resolve, parse, validate, check, hooks, permit,
 run, shape) in that order; every call gets exactly one `ToolResult`; results come back in
-request order; cancellation from outside always propagates; nothing else raises.
+request order; a session's calls that are not concurrency-safe never overlap with another of
+its calls, however the host starts them (`_gate`); cancellation from outside always
+propagates; nothing else raises.
 
 Structure, imports flowing one way (each module imports only those listed before it):
-`_messages`, `_threads`, `_shaping` (leaves) → `_calls` (the values passed between stages)
-→ `_results` (refusal results, shaping) → `_rich` (content parts, structured content),
-`_hooks` (running hooks) → `_runner` (stages 7-8, running calls, cancellation) →
-`_pipeline` (`Pipeline`: stages 1-6 on top of the runner, pending approvals) →
-`_executor` (`Batch`, `StreamingExecutor`: drive a pipeline) →
+`_messages`, `_threads`, `_gate` (the per-session reader/writer gate), `_shaping` (leaves)
+→ `_calls` (the values passed between stages) → `_results` (refusal results, shaping) →
+`_rich` (content parts, structured content), `_hooks` (running hooks) → `_runner` (stages
+7-8, running calls, cancellation) → `_pipeline` (`Pipeline`: stages 1-6 on top of the runner,
+pending approvals) → `_executor` (`Batch`, `StreamingExecutor`: drive a pipeline) →
 `_runtime` (`Runtime`: settings, policy and registry set-up; owns a pipeline, makes executors).
 """
 

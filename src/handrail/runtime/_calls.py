@@ -63,6 +63,8 @@ class Plan:
     """A sync tool that runs on a worker thread."""
     read_only: bool | None
     """The read-only flag when it does not depend on the input, else None."""
+    safe: bool | None = None
+    """The concurrency-safe flag when it does not depend on the input, else None."""
 
 
 @dataclass(slots=True)
@@ -74,3 +76,5 @@ class RunState:
     task: asyncio.Task[Any] | None = None
     ctx: ToolContext | None = None
     progress: ProgressFunc | None = None
+    safe: bool | None = None
+    """The call's concurrency safety, when the scheduler has worked it out already."""

@@ -328,7 +328,7 @@ class StreamingExecutor:
         assert self._tg is not None and e.prepared is not None
         e.prepared.t0 = time.perf_counter()  # duration counts from the start, not the queue
         e.state = "executing"
-        e.run_state = RunState()
+        e.run_state = RunState(safe=e.safe)
         e.task = self._tg.create_task(self._run(e))
 
     async def _run(self, e: _Entry) -> None:

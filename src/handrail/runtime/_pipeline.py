@@ -28,6 +28,7 @@ from .._contract import (
     ErrorCode,
     Interrupted,
     PermissionRequest,
+    Preflight,
     ReadPath,
     ToolCall,
     ToolResult,
@@ -57,6 +58,11 @@ from ._results import denied, exc_text, fail, invalid, ready, waiting
 from ._runner import Runner
 
 logger = logging.getLogger("handrail")
+
+EDIT_NOTE = (
+    "Note: the user edited this call's arguments before approving it; the result below is "
+    "for the edited call, do not repeat the original call."
+)
 
 
 class Pipeline(Runner):
@@ -156,8 +162,13 @@ class Pipeline(Runner):
         notes: list[str] | None = None,
         state: RunState | None = None,
         progress: ProgressFunc | None = None,
+        answer: Approval | None = None,
     ) -> Awaitable[ToolResult]:
         """Stages 4-8 for a validated call; await the result.
+
+        `answer` answers the call's ask in advance, for this call only (`Runtime.call(...,
+        approval=...)`): an allow runs it, an "allow always" adds its rules first. It only
+        answers an ask: a deny rule, the mode or a hook still refuses the call.
 
         A plain function returning the awaitable: when no stage before the run needs to await
         (no business-rule check, no pre-tool hook), the call goes straight to the run, one
@@ -174,10 +185,10 @@ class Pipeline(Runner):
         run_hooks = bool(plan.pre) and (not approved or hooks_again)
         if plan.check or run_hooks:
             return self._proceed_async(
-                p, plan, session, ctx, updates, notes, approved, run_hooks, state
+                p, plan, session, ctx, updates, notes, approved, run_hooks, state, answer
             )
         return self._permit_and_run(
-            p, plan, session, ctx, updates, notes, approved, state, None, ""
+            p, plan, session, ctx, updates, notes, approved, state, None, "", answer
         )
 
     async def _proceed_async(
@@ -191,7 +202,37 @@ class Pipeline(Runner):
         approved: bool,
         run_hooks: bool,
         state: RunState | None,
+        answer: Approval | None,
     ) -> ToolResult:
+        found = await self._early_stages(p, plan, session, ctx, notes, approved, run_hooks)
+        if isinstance(found, ToolResult):
+            return found
+        p, hook_decision, hook_reason = found
+        return await self._permit_and_run(
+            p,
+            plan,
+            session,
+            ctx,
+            updates,
+            notes,
+            approved,
+            state,
+            hook_decision,
+            hook_reason,
+            answer,
+        )
+
+    async def _early_stages(
+        self,
+        p: Prepared,
+        plan: Plan,
+        session: Session,
+        ctx: ToolContext | None,
+        notes: list[str],
+        approved: bool,
+        run_hooks: bool,
+    ) -> ToolResult | tuple[Prepared, str | None, str]:
+        """Stages 4 and 5: the refusal, or the call (maybe rewritten) and the hooks' say."""
         tool, call = p.tool, p.call
         # 4 check: business rules, before permissions and before any I/O the tool does.
         if plan.check:
@@ -228,9 +269,7 @@ class Pipeline(Runner):
             hook_decision, hook_reason = outcome.decision, outcome.reason
             if approved and hook_decision == "ask":
                 hook_decision = None  # the user has just approved this very call
-        return await self._permit_and_run(
-            p, plan, session, ctx, updates, notes, approved, state, hook_decision, hook_reason
-        )
+        return p, hook_decision, hook_reason
 
     def _permit_and_run(
         self,
@@ -244,48 +283,92 @@ class Pipeline(Runner):
         state: RunState | None,
         hook_decision: str | None,
         hook_reason: str,
+        answer: Approval | None = None,
     ) -> Awaitable[ToolResult]:
+        verdict = self._permit(p, plan, session, ctx, hook_decision, hook_reason)
+        if verdict is not None:
+            if isinstance(verdict, ToolResult):
+                return ready(verdict)
+            if not approved:
+                if answer is None:
+                    return self._ask(p, session, verdict, updates, notes)
+                if answer.kind == "allow_always":
+                    self._allow_always(session, answer, self._request(p, verdict))
+        # 7 run, 8 shape.
+        return self._run(p, plan, session, ctx, updates, notes, state)
+
+    def _permit(
+        self,
+        p: Prepared,
+        plan: Plan,
+        session: Session,
+        ctx: ToolContext | None,
+        hook_decision: str | None,
+        hook_reason: str,
+    ) -> ToolResult | tuple[Decision, tuple[PermissionRequest, ...]] | None:
+        """Stage 6: None (allowed), the refusal, or the ask (the decision and the requests)."""
         tool, call = p.tool, p.call
-        # 6 permit: one central decision from what the tool says it will touch.
+        # One central decision from what the tool says it will touch.
         read_only = plan.read_only if plan.read_only is not None else tool.is_read_only(p.args)
-        if (
+        if not (
             plan.requests
             or plan.rules
             or hook_decision is not None
             or not (read_only or session.mode is PermissionMode.BYPASS)
         ):
-            # Otherwise nothing a rule, request or hook could change: allowed, as decide() says.
-            requests: tuple[PermissionRequest, ...] = ()
-            if plan.requests:
-                assert ctx is not None
-                try:
-                    requests = self._resolve_requests(tool.permission_requests(p.args, ctx))
-                except ToolFailure as exc:
-                    return ready(fail(call, tool.name, p.t0, exc.code, exc.message))
-                # Here, not in the policy alone: a Policy subclass must not be able to lift it.
-                hidden = hidden_refusal(requests, self.hidden_paths)
-                if hidden is not None:
-                    denial = Denial(reason=hidden[0], source="roots")
-                    return ready(denied(self.locale, p, denial, hidden[1], hidden=True))
-            decision = self.policy.decide(
-                names=plan.names,
-                kind=tool.kind,
-                read_only=read_only,
-                requests=requests,
-                mode=session.mode,
-                read_roots=self.read_roots,
-                write_roots=self.write_roots,
-                session_allow=self._session_allow(session) if session.allow_rules else (),
-                hook=hook_decision,  # pyright: ignore[reportArgumentType]
-                hook_reason=hook_reason,
-            )
-            if decision.behavior == "deny":
-                denial = Denial(reason=decision.reason, source=decision.source, rule=decision.rule)
-                return ready(denied(self.locale, p, denial, decision.code))
-            if decision.behavior == "ask" and not approved:
-                return self._ask(p, session, decision, requests, updates, notes)
-        # 7 run, 8 shape.
-        return self._run(p, plan, session, ctx, updates, notes, state)
+            return None  # nothing a rule, request or hook could change: allowed, as decide() says
+        requests: tuple[PermissionRequest, ...] = ()
+        if plan.requests:
+            assert ctx is not None
+            try:
+                requests = self._resolve_requests(tool.permission_requests(p.args, ctx))
+            except ToolFailure as exc:
+                return fail(call, tool.name, p.t0, exc.code, exc.message)
+            # Here, not in the policy alone: a Policy subclass must not be able to lift it.
+            hidden = hidden_refusal(requests, self.hidden_paths)
+            if hidden is not None:
+                denial = Denial(reason=hidden[0], source="roots")
+                return denied(self.locale, p, denial, hidden[1], hidden=True)
+        decision = self.policy.decide(
+            names=plan.names,
+            kind=tool.kind,
+            read_only=read_only,
+            requests=requests,
+            mode=session.mode,
+            read_roots=self.read_roots,
+            write_roots=self.write_roots,
+            session_allow=self._session_allow(session) if session.allow_rules else (),
+            hook=hook_decision,  # pyright: ignore[reportArgumentType]
+            hook_reason=hook_reason,
+        )
+        if decision.behavior == "deny":
+            denial = Denial(reason=decision.reason, source=decision.source, rule=decision.rule)
+            return denied(self.locale, p, denial, decision.code)
+        if decision.behavior == "ask":
+            return decision, requests
+        return None
+
+    async def check(self, p: Prepared, session: Session) -> Preflight:
+        """Stages 4-6 of a validated call, and no run: would it run, ask, or be refused?
+
+        Nothing is stored and no session state changes (state updates the tool's own checks
+        queue are dropped). Pre-tool hooks run, as they would for the call: a host that checks
+        and then calls runs them twice.
+        """
+        tool = p.tool
+        plan = self._plans.get(tool.name) or self._plan(tool)
+        ctx = self._context(p.call, tool, session) if plan.context else None
+        found = await self._early_stages(p, plan, session, ctx, [], False, bool(plan.pre))
+        if isinstance(found, ToolResult):
+            return Preflight(verdict="refuse", call=p.call, tool_name=tool.name, refusal=found)
+        p, hook_decision, hook_reason = found
+        verdict = self._permit(p, plan, session, ctx, hook_decision, hook_reason)
+        if verdict is None:
+            return Preflight(verdict="run", call=p.call, tool_name=tool.name)
+        if isinstance(verdict, ToolResult):
+            return Preflight(verdict="refuse", call=p.call, tool_name=tool.name, refusal=verdict)
+        request = self._request(p, verdict)
+        return Preflight(verdict="ask", call=p.call, tool_name=tool.name, request=request)
 
     async def _check(self, p: Prepared, ctx: ToolContext) -> ToolResult | None:
         try:
@@ -333,17 +416,12 @@ class Pipeline(Runner):
 
     # -- approvals ---------------------------------------------------------------------------
 
-    async def _ask(
-        self,
-        p: Prepared,
-        session: Session,
-        decision: Decision,
-        requests: tuple[PermissionRequest, ...],
-        updates: list[StateUpdate],
-        notes: list[str],
-    ) -> ToolResult:
+    def _request(
+        self, p: Prepared, ask: tuple[Decision, tuple[PermissionRequest, ...]]
+    ) -> ApprovalRequest:
+        decision, requests = ask
         roots = (*self.write_roots, *self.read_roots)
-        request = ApprovalRequest(
+        return ApprovalRequest(
             call=p.call,
             tool_name=p.tool.name,
             reason=decision.reason,
@@ -352,6 +430,23 @@ class Pipeline(Runner):
             allow_rules=covering_rules(p.tool.name, requests, roots),
             source="mode" if decision.source not in ("rule", "hook") else decision.source,
         )
+
+    def _allow_always(self, session: Session, answer: Approval, request: ApprovalRequest) -> None:
+        added = (answer.rule,) if answer.rule else rules_to_allow(request)
+        for rule in added:
+            parse_rule(rule)
+            if rule not in session.allow_rules:
+                session.allow_rules.append(rule)
+
+    async def _ask(
+        self,
+        p: Prepared,
+        session: Session,
+        ask: tuple[Decision, tuple[PermissionRequest, ...]],
+        updates: list[StateUpdate],
+        notes: list[str],
+    ) -> ToolResult:
+        request = self._request(p, ask)
         pending = Pending(prepared=p, session=session, request=request, context_notes=notes)
         if self.approver is not None:
             try:
@@ -391,11 +486,7 @@ class Pipeline(Runner):
             denial = Denial(reason=reason, source=answer.source)
             return denied(self.locale, p, denial, ErrorCode.PERMISSION_DENIED)
         if answer.kind == "allow_always":
-            added = (answer.rule,) if answer.rule else rules_to_allow(pending.request)
-            for rule in added:
-                parse_rule(rule)
-                if rule not in session.allow_rules:
-                    session.allow_rules.append(rule)
+            self._allow_always(session, answer, pending.request)
         if answer.kind == "edit":
             if answer.arguments is None:
                 raise ConfigurationError("Approval.edit needs the edited arguments")
@@ -405,12 +496,10 @@ class Pipeline(Runner):
             except InvalidArguments as exc:
                 note = "The arguments edited at approval are invalid."
                 return invalid(self.locale, edited, p.tool.name, p.t0, exc, note=note)
-            notes = [
-                *pending.context_notes,
-                "Note: the user edited this call's arguments before approving it; the result "
-                "below is for the edited call, do not repeat the original call.",
-            ]
+            notes = [*pending.context_notes, EDIT_NOTE]
             p2 = Prepared(call=edited, tool=p.tool, args=args, t0=p.t0)
+            if state is not None:
+                state.safe = None  # new arguments: their safety is worked out again
             # The edited arguments are new input: hooks see them too (they may still deny).
             return await self.proceed(
                 p2, session, updates, approved=True, hooks_again=True, notes=notes, state=state
@@ -454,6 +543,7 @@ class Pipeline(Runner):
             else (None if tool.inline and not tool.is_async else self.default_timeout),
             thread=not tool.is_async and not tool.inline,
             read_only=tool.read_only if isinstance(tool.read_only, bool) else None,
+            safe=tool.concurrency_safe if isinstance(tool.concurrency_safe, bool) else None,
         )
         self._plans[tool.name] = plan
         return plan

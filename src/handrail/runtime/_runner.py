@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from contextvars import Token
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from .._tool import Tool
 from ..errors import ToolFailure
 from ..permissions import Hook, Settings
 from ._calls import Plan, Prepared, ProgressFunc, RunState
+from ._gate import Gate, gate_of, hold, release_mark
 from ._hooks import hook_event, run_post_hooks
 from ._messages import say
 from ._results import exc_text, fail, shape
@@ -110,10 +112,26 @@ class Runner:
                 state = RunState()
             state.task, state.ctx = task, ctx
             mine = state
-            if timeout is not None and task is not None:
-                timer = asyncio.get_running_loop().call_later(timeout, _expire, state)
         running[call.id] = mine
+        # The session's gate: unsafe calls never overlap, even when a host runs many `call`s
+        # at once. Waiting for it is not running: the timeout starts once it is entered.
+        gate = session._gate or gate_of(session)  # pyright: ignore[reportPrivateUsage]
+        shared = True
+        held: Token[tuple[Gate, ...]] | None = None
         try:
+            if not gate.held_here():
+                if state is not None and state.safe is not None:
+                    shared = state.safe
+                else:
+                    shared = plan.safe if plan.safe is not None else _safe(tool, p.args)
+                if not gate.try_enter(shared):
+                    await gate.enter(shared)
+                    if ctx is not None and timeout is not None:
+                        ctx.deadline = time.monotonic() + timeout
+                held = hold(gate)
+            if timeout is not None and task is not None:
+                assert state is not None
+                timer = asyncio.get_running_loop().call_later(timeout, _expire, state)
             if tool.is_async:
                 value = await tool.run(p.args, ctx)  # pyright: ignore[reportArgumentType]
             elif plan.thread:
@@ -141,6 +159,9 @@ class Runner:
                 timer.cancel()
             if running.get(call.id) is mine:
                 del running[call.id]
+            if held is not None:
+                release_mark(held)
+                gate.leave(shared)
         if state is None and self._stops:
             state = self._stops.pop(call.id, None)
         if state is not None and state.reason is not None and task is not None:
@@ -244,6 +265,14 @@ class Runner:
             found = tuple(h for h in self.hooks if h.event == event and h.applies_to(names))
             self._hook_cache[key] = found
         return found
+
+
+def _safe(tool: Tool, args: Any) -> bool:
+    try:
+        return tool.is_concurrency_safe(args)
+    except Exception:  # a flag function that fails: fail closed, run alone
+        logger.exception("concurrency_safe of %s raised", tool.name)
+        return False
 
 
 def _expire(state: RunState) -> None:

@@ -15,7 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from .._context import PermissionMode, Session, StateUpdate
-from .._contract import Approval, Interrupted, ToolCall, ToolKind, ToolResult, make_call
+from .._contract import (
+    Approval,
+    Denial,
+    ErrorCode,
+    Interrupted,
+    Preflight,
+    ToolCall,
+    ToolKind,
+    ToolResult,
+    make_call,
+)
 from .._registry import Registry
 from .._tool import Tool
 from ..display import (
@@ -34,7 +44,8 @@ from ..permissions._hidden import hidden_paths as _hidden_paths
 from ..sandbox import resolve_path
 from ._calls import ApproverFunc, ProgressFunc
 from ._executor import Batch, StreamingExecutor
-from ._pipeline import Pipeline
+from ._pipeline import EDIT_NOTE, Pipeline
+from ._results import denied
 
 
 def _roots(values: Iterable[str | Path] | None, default: Path) -> tuple[Path, ...]:
@@ -354,17 +365,38 @@ class Runtime:
         *,
         call_id: str | None = None,
         session: Session | None = None,
+        approval: Approval | None = None,
     ) -> ToolResult:
         """Run one call through the whole pipeline.
 
         Returns a `ToolResult`, or an `Interrupted` (a `ToolResult`) when the call needs approval
-        and no approver is set; answer it with `resume`.
+        and no approver is set; answer it with `resume`, or call again with `approval=`.
+
+        Calls may run concurrently (a framework runs one task per tool call): within a session,
+        a call whose tool is not concurrency-safe for its input waits for the calls running
+        before it and runs alone; safe calls run together. The wait comes after the permission
+        decision, so a call waiting for approval holds nothing up.
+
+        Args:
+            name: The tool's name or alias, as the model wrote it.
+            arguments: The arguments: the model's JSON text, or a mapping.
+            call_id: The call's id (default: a new one).
+            session: The conversation (default: the runtime's own session).
+            approval: The answer to this call's ask, given in advance, for this call only:
+                the stateless approval a host needs when it resumes from saved state (a
+                framework's checkpoint, a new process) rather than from a live `Interrupted`.
+                `allow_once` runs it if it asks; `allow_always` also adds the rules;
+                `edit(arguments)` runs the edited arguments instead, validated again, with a
+                note to the model; `deny(reason)` refuses it without running anything. Deny
+                rules, the mode and hooks still refuse: an approval only answers an ask.
         """
         if call_id is None:
             self._ids += 1
             call_id = f"call_{self._ids}"
         call = make_call(call_id, name, arguments)  # pyright: ignore[reportArgumentType]
         sess = session or self.session
+        if approval is not None:
+            return await self._call_answered(call, sess, approval)
         prepared = self.prepare(call, sess)
         if isinstance(prepared, ToolResult):
             return prepared
@@ -373,6 +405,63 @@ class Runtime:
         for update in updates:
             update(sess)
         return result
+
+    async def _call_answered(self, call: ToolCall, sess: Session, approval: Approval) -> ToolResult:
+        pipeline = self._pipeline
+        notes: list[str] | None = None
+        if approval.kind == "edit":
+            if approval.arguments is None:
+                raise ConfigurationError("Approval.edit needs the edited arguments")
+            call = replace(call, arguments=approval.arguments)
+            notes = [EDIT_NOTE]
+        prepared = self.prepare(call, sess)
+        if isinstance(prepared, ToolResult):
+            if notes and prepared.error is ErrorCode.INVALID_ARGS:
+                note = "The arguments edited at approval are invalid."
+                return replace(prepared, content=f"{note}\n{prepared.content}")
+            return prepared
+        if approval.kind == "deny":
+            reason = approval.reason or "The user declined this call."
+            denial = Denial(reason=reason, source=approval.source)
+            return denied(pipeline.locale, prepared, denial, ErrorCode.PERMISSION_DENIED)
+        updates: list[StateUpdate] = []
+        result = await self.proceed(prepared, sess, updates, notes=notes, answer=approval)
+        for update in updates:
+            update(sess)
+        return result
+
+    async def check(
+        self,
+        name: str,
+        arguments: str | bytes | Mapping[str, Any] = "{}",
+        *,
+        call_id: str | None = None,
+        session: Session | None = None,
+    ) -> Preflight:
+        """Would this call run, ask for approval, or be refused? Nothing runs or is stored.
+
+        The stages up to the permission decision run as they would for the call (resolve,
+        parse, validate, the tool's own checks, pre-tool hooks, the policy), then it stops:
+        for frameworks and UIs that ask "does this need approval?" before they invoke a tool.
+        A pre-tool hook runs here and again when the call is made.
+        """
+        call = make_call(call_id or "check", name, arguments)  # pyright: ignore[reportArgumentType]
+        sess = session or self.session
+        prepared = self.prepare(call, sess)
+        if isinstance(prepared, ToolResult):
+            return Preflight(
+                verdict="refuse", call=call, tool_name=prepared.tool_name, refusal=prepared
+            )
+        return await self._pipeline.check(prepared, sess)
+
+    def discard(self, call: Interrupted | str) -> bool:
+        """Forget a call waiting for approval without running it; False if none waits.
+
+        For hosts that answer elsewhere (a framework's own approval flow, then
+        `call(..., approval=...)`), so nothing is left pending.
+        """
+        call_id = call if isinstance(call, str) else call.call_id
+        return self._pipeline.pending.pop(call_id, None) is not None
 
     async def call_many(
         self, calls: Sequence[ToolCall], *, session: Session | None = None
