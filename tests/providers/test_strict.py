@@ -10,9 +10,14 @@ from typing import Any
 import pytest
 from inline_snapshot import snapshot
 
-from handrail import Registry, Runtime, Tool
+from handrail import Registry, Runtime, Tool, tool
 from handrail.builtin import GrepSearch, ListFiles, ReadFile
-from handrail.providers import openai_chat_tools, parse_openai_chat
+from handrail.providers import (
+    openai_chat_tools,
+    openai_strict_schema,
+    parse_openai_chat,
+    undo_strict_nulls,
+)
 
 
 def raw_tool(schema: dict[str, Any], name: str = "probe") -> Tool:
@@ -306,3 +311,41 @@ def test_nulls_are_dropped_only_where_the_tool_refuses_null() -> None:
         "keep": None,
         "items": [{"a": None, "b": {}}, "text", {"a": "x"}],
     }
+
+
+# -- the public pair: openai_strict_schema / undo_strict_nulls -----------------------------
+
+
+async def test_the_public_pair_round_trips_a_models_nulls_to_the_tools_defaults() -> None:
+    @tool(read_only=True)
+    def search(query: str, limit: int = 10, since: str | None = None) -> str:
+        """Search."""
+        return f"{query}/{limit}/{since}"
+
+    schema = openai_strict_schema(search)
+    assert schema is not None
+    assert schema["required"] == ["query", "limit", "since"]
+    assert schema["properties"]["limit"]["type"] == ["integer", "null"]
+    # What openai_chat_tools sends is this very schema.
+    assert openai_chat_tools([search])[0]["function"]["parameters"] == schema
+
+    # The model answers null for "not given": the tool's default applies again. `since` allows
+    # null in the tool's own schema, so its null stays.
+    text = undo_strict_nulls(search, '{"query": "q", "limit": null, "since": null}')
+    assert text == '{"query": "q", "since": null}'
+    mapping = undo_strict_nulls(search, {"query": "q", "limit": None})
+    assert mapping == {"query": "q"}
+    assert undo_strict_nulls(search, '{"query": ') == '{"query": '  # malformed: left as it is
+    r = await Runtime(Registry([search])).call("search", text)
+    assert r.content == "q/10/None"
+
+
+def test_a_schema_strict_mode_cannot_take_gives_none() -> None:
+    loose = Tool.from_json_schema(
+        "loose",
+        "Takes anything under a pattern.",
+        {"type": "object", "patternProperties": {"^x": {"type": "string"}}},
+        lambda args: "ok",
+    )
+    assert openai_strict_schema(loose) is None
+    assert undo_strict_nulls(loose, '{"xa": null}') == '{"xa": null}'
