@@ -8,8 +8,9 @@ Layers (imports flow one way; pyproject.toml's import-linter contract checks thi
 `_atomic` (crash-safe file replacement) -> `_i18n` (sentence lookup) -> `_contract` (values)
 -> `display` (how a call looks, as data) -> `errors` -> `validation` -> `_context` -> `_tool`
 -> `_registry` -> `permissions` -> `sandbox` -> `runtime` -> `builtin` -> `providers` -> `mcp`
--> `agent` (with the terminal UI in `agent._terminal`) -> `_cli`; `testing` (the scripted
-model server) stands alone.
+and `integrations` (side by side: handrail inside pydantic-ai, openai-agents and LangChain,
+each adapter importing only its own framework) -> `agent` (with the terminal UI in
+`agent._terminal`) -> `_cli`; `testing` (the scripted model server) stands alone.
 """
 
 from __future__ import annotations

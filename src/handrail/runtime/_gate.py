@@ -25,10 +25,11 @@ from collections import deque
 
 from .._context import Session
 
-# The gates held by the calls this task (or thread) is running inside, innermost last.
-_HELD: contextvars.ContextVar[tuple[Gate, ...]] = contextvars.ContextVar(
+HELD: contextvars.ContextVar[tuple[Gate, ...]] = contextvars.ContextVar(
     "handrail_gates_held", default=()
 )
+"""The gates held by the calls this task (or thread) runs inside, innermost last (set by the
+runner around a call's run, so a call made from inside it passes its own session's gate)."""
 
 
 class Gate:
@@ -45,10 +46,6 @@ class Gate:
     def busy(self) -> bool:
         """True while some call holds the gate or waits for it."""
         return bool(self._readers or self._writer or self._waiters)
-
-    def held_here(self) -> bool:
-        """True when the current task runs inside a call that holds this gate."""
-        return self in _HELD.get()
 
     def try_enter(self, shared: bool) -> bool:
         """Enter at once if nobody is ahead; False means `enter` must wait."""
@@ -86,7 +83,8 @@ class Gate:
             self._readers -= 1
         else:
             self._writer = False
-        self._admit()
+        if self._waiters:
+            self._admit()
 
     def _admit(self) -> None:
         waiters = self._waiters
@@ -115,13 +113,3 @@ def gate_of(session: Session) -> Gate:
     if gate is None:
         gate = session._gate = Gate()  # pyright: ignore[reportPrivateUsage]
     return gate
-
-
-def hold(gate: Gate) -> contextvars.Token[tuple[Gate, ...]]:
-    """Mark the current task as running inside a call that holds `gate`."""
-    return _HELD.set((*_HELD.get(), gate))
-
-
-def release_mark(token: contextvars.Token[tuple[Gate, ...]]) -> None:
-    """Undo `hold`."""
-    _HELD.reset(token)

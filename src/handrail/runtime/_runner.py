@@ -26,7 +26,7 @@ from .._tool import Tool
 from ..errors import ToolFailure
 from ..permissions import Hook, Settings
 from ._calls import Plan, Prepared, ProgressFunc, RunState
-from ._gate import Gate, gate_of, hold, release_mark
+from ._gate import HELD, Gate, gate_of
 from ._hooks import hook_event, run_post_hooks
 from ._messages import say
 from ._results import exc_text, fail, shape
@@ -119,7 +119,8 @@ class Runner:
         shared = True
         held: Token[tuple[Gate, ...]] | None = None
         try:
-            if not gate.held_here():
+            inside = HELD.get()
+            if gate not in inside:  # else: a call made by a call that holds it passes through
                 if state is not None and state.safe is not None:
                     shared = state.safe
                 else:
@@ -128,7 +129,7 @@ class Runner:
                     await gate.enter(shared)
                     if ctx is not None and timeout is not None:
                         ctx.deadline = time.monotonic() + timeout
-                held = hold(gate)
+                held = HELD.set((*inside, gate))
             if timeout is not None and task is not None:
                 assert state is not None
                 timer = asyncio.get_running_loop().call_later(timeout, _expire, state)
@@ -160,7 +161,7 @@ class Runner:
             if running.get(call.id) is mine:
                 del running[call.id]
             if held is not None:
-                release_mark(held)
+                HELD.reset(held)
                 gate.leave(shared)
         if state is None and self._stops:
             state = self._stops.pop(call.id, None)
