@@ -398,6 +398,19 @@ class _Binding:
         )
 
 
+# LangChain and LangGraph read these functions' annotations with `get_type_hints` on every
+# call (looking for an injected runtime or config); as objects rather than this module's
+# postponed strings they cost no `eval` (about 100 µs a call each before).
+for _method in (_Binding.acall, _Binding.call):
+    _method.__annotations__ = {
+        "_lc_runtime": ToolRuntime[Any, Any],
+        "args": Any,
+        "return": ToolMessage | str,
+    }
+for _method in (_HandrailTool._run, _HandrailTool._arun):  # pyright: ignore[reportPrivateUsage]
+    _method.__annotations__ = {"args": Any, "kwargs": Any, "return": Any}
+
+
 def _split(
     injected: object, args: dict[str, Any]
 ) -> tuple[ToolRuntime[Any, Any] | None, dict[str, Any]]:

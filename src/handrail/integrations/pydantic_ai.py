@@ -120,6 +120,9 @@ class HandrailToolset(AbstractToolset[Any]):
         self._session = session
         self._id = id
         self._max_retries = max_retries
+        # One `ToolsetTool` per tool, made again only when the tool's schema object changes
+        # (the list is asked for at every step; native tools build theirs once, too).
+        self._made: dict[str, tuple[Tool, object, ToolsetTool[Any]]] = {}
 
     @property
     def id(self) -> str:
@@ -148,14 +151,23 @@ class HandrailToolset(AbstractToolset[Any]):
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         """The tools to show the model at this step, as `Runtime.tools` lists them."""
         return {
-            tool.name: ToolsetTool(
-                toolset=self,
-                tool_def=_tool_def(tool),
-                max_retries=self._max_retries,
-                args_validator=_PASS_THROUGH,
-            )
+            tool.name: self._toolset_tool(tool)
             for tool in self._rt.tools(session=self.session_for(ctx))
         }
+
+    def _toolset_tool(self, tool: Tool) -> ToolsetTool[Any]:
+        made = self._made.get(tool.name)
+        schema = tool.parameters
+        if made is not None and made[0] is tool and made[1] is schema:
+            return made[2]
+        built = ToolsetTool(
+            toolset=self,
+            tool_def=_tool_def(tool),
+            max_retries=self._max_retries,
+            args_validator=_PASS_THROUGH,
+        )
+        self._made[tool.name] = (tool, schema, built)
+        return built
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
