@@ -1,0 +1,369 @@
+"""handrail's tools in an openai-agents agent: `function_tools(rt)`, `run_config()`, `Edits`.
+
+```python
+from agents import Agent, Runner
+from handrail.integrations.openai_agents import Edits, function_tools, run_config
+
+edits = Edits()
+agent = Agent(name="coder", model=model, tools=function_tools(rt, edits=edits))
+result = await Runner.run(agent, "Fix the failing test.", run_config=run_config(rt))
+```
+
+Every call goes through `Runtime.call`: handrail validates the arguments (the SDK hands the
+model's raw JSON text to the tool, so the model reads handrail's INVALID_ARGS text, malformed
+JSON included), checks permissions, runs the tool in its sandbox and keeps a session's unsafe
+calls from overlapping (the SDK starts every call of a turn at once). How each outcome reaches
+openai-agents:
+
+- a call that would ask makes `needs_approval` true (it asks `Runtime.check`, which runs
+  nothing and stores nothing), so the run pauses with `result.interruptions`. Answer with
+  `state.approve(item)` or `state.reject(item, rejection_message=...)` and run again; the
+  approved call is answered statelessly (`approval=`), so a run restored with
+  `RunState.from_string` into a new `Runtime`, in a new process, runs it exactly once, and
+  nothing is left pending in the runtime. The SDK has no edit: `Edits.edit(item, arguments)`
+  (or `Edits.allow_always(item)`) before `state.approve(item)` gives handrail that answer;
+- every result, failures included, is returned as the tool's output: handrail's text byte for
+  byte (the function_call_output carries no error flag to lose); images and PDFs go as the
+  SDK's image and file outputs. The tool never raises, so the SDK's generic "An error
+  occurred" text never replaces handrail's. `result_artifact(result)` is the output item's
+  `custom_data["handrail"]` (error code, summary, diff) for the application;
+- `run_config()` sets `tool_not_found_behavior="return_error_to_model"`, so a tool name the
+  model invents is answered instead of ending the run (`run_config(rt)` answers with
+  handrail's TOOL_NOT_FOUND text, closest names included), and runs the adapter's input
+  guardrail before the approval pause: the SDK pauses for approval of any arguments it cannot
+  parse as a JSON object, and the guardrail answers those calls itself unless handrail would
+  ask (malformed JSON gets INVALID_ARGS at once instead of an approval prompt).
+
+`Agent.tools` is fixed, so there is one tool per registry tool and `is_enabled` shows the
+model what `Runtime.tools(session=...)` shows now (deferred tools once `tool_search` activated
+them, read-only tools in plan mode). Tools added to the registry later need new
+`function_tools`. Aliases are not reachable: the SDK resolves names before handrail.
+
+Cancelling a run (the task awaiting `Runner.run`) cancels its running calls, and handrail stops
+a shell call's whole process tree. The SDK does not wait for a cancelled tool, so that stop
+finishes in the background (SIGTERM, then SIGKILL 2 s later); keep the event loop running
+until it has (`Runtime.aclose` does not wait for calls in flight).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+try:
+    from agents import (
+        AgentBase,
+        FunctionTool,
+        FunctionToolCustomDataContext,
+        RunConfig,
+        RunContextWrapper,
+        ToolApprovalItem,
+        ToolErrorFormatterArgs,
+        ToolExecutionConfig,
+        ToolGuardrailFunctionOutput,
+        ToolInputGuardrail,
+        ToolInputGuardrailData,
+        ToolOutputFileContent,
+        ToolOutputImage,
+        ToolOutputText,
+        UserError,
+    )
+    from agents import Tool as SDKTool
+    from agents.tool_context import ToolContext
+except ImportError as _import_error:  # pragma: no cover - the extra is installed in CI
+    raise ImportError(
+        "handrail.integrations.openai_agents needs openai-agents: "
+        'pip install "handrail[openai-agents]"'
+    ) from _import_error
+
+from .._context import host_scope
+from .._contract import Approval, ErrorCode, Interrupted, TextPart, ToolResult
+from .._tool import Tool
+from ..errors import ConfigurationError
+from ..providers import openai_responses_results, openai_strict_schema, undo_strict_nulls
+from ..runtime import Runtime
+from ._common import SessionArg, result_artifact, session_for
+
+__all__ = ["Edits", "function_tools", "run_config"]
+
+ToolOutput = str | list[ToolOutputText | ToolOutputImage | ToolOutputFileContent]
+"""What a handrail tool returns to openai-agents: its text, or text, images and files."""
+
+
+class Edits:
+    """Answers openai-agents cannot give: edited arguments, and "allow always" with rules.
+
+    The SDK's `state.approve(item)` only says yes. Record the richer answer here first, keyed
+    by the approval item's call id, then approve; the tool takes it when the approved call runs
+    (once: it is consumed).
+
+    ```python
+    edits = Edits()
+    agent = Agent(name="coder", tools=function_tools(rt, edits=edits))
+    result = await Runner.run(agent, "Tidy the notes.", run_config=run_config())
+    state = result.to_state()
+    for item in result.interruptions:
+        edits.edit(item, {"text": "oat milk"})     # run these arguments instead
+        state.approve(item)
+    result = await Runner.run(agent, state, run_config=run_config())
+    ```
+
+    An edited call is validated again, its pre-tool hooks run again, and the model is told the
+    user changed it. The run's transcript keeps the arguments the model wrote. An answer
+    recorded for an item that is then rejected is never taken; `clear` drops it.
+    """
+
+    def __init__(self) -> None:
+        self._answers: dict[str, Approval] = {}
+        self._bound = False  # given to `function_tools`: someone will take the answers
+
+    def edit(self, item: ToolApprovalItem, arguments: str | Mapping[str, Any]) -> None:
+        """Run the approved call with `arguments` instead of the model's (JSON text or a dict)."""
+        self._answers[self._key(item)] = Approval.edit(arguments)
+
+    def allow_always(self, item: ToolApprovalItem, rule: str | None = None) -> None:
+        """Run the approved call and add handrail allow rules for the rest of the session.
+
+        `rule` is the rule to add; by default, the request's narrowest rules (its
+        `allow_rules`). The SDK's own `approve(item, always_approve=True)` is a separate,
+        SDK-side rule: it pre-approves every later call of the tool in this run.
+        """
+        self._answers[self._key(item)] = Approval.allow_always(rule)
+
+    def pop(self, call_id: str) -> Approval | None:
+        """Take the answer recorded for `call_id`, or None (what the tools do when they run)."""
+        return self._answers.pop(call_id, None)
+
+    def clear(self) -> None:
+        """Forget every answer not taken yet."""
+        self._answers.clear()
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self._answers
+
+    def _key(self, item: ToolApprovalItem) -> str:
+        if not self._bound:
+            # Otherwise the approved call would run as the model wrote it, silently.
+            raise ConfigurationError(
+                "these Edits are not used by any tools: pass them to "
+                "function_tools(rt, edits=...) before answering"
+            )
+        call_id = item.call_id
+        if not call_id:
+            raise ConfigurationError(f"approval item for {item.tool_name!r} has no call id")
+        return call_id
+
+
+def function_tools(
+    rt: Runtime,
+    *,
+    session: SessionArg = None,
+    strict: bool = True,
+    edits: Edits | None = None,
+) -> list[SDKTool]:
+    """The runtime's tools as openai-agents function tools, one per registry tool.
+
+    ```python
+    agent = Agent(name="coder", model=model, tools=function_tools(rt),
+                  instructions=rt.usage_notes())
+    result = await Runner.run(agent, "Fix the failing test.", run_config=run_config(rt))
+    ```
+
+    Args:
+        rt: The runtime every call goes through.
+        session: The handrail `Session` calls run in: one for every call, a function of the
+            run's `RunContextWrapper` (for one session per conversation, e.g. kept on
+            `wrapper.context`), or None for `rt.session`. Share one across runs of a
+            conversation: it holds the files read (edits need them), tool_search activations,
+            "allow always" rules and its own permission mode (a `Session()` of your own
+            starts in `default` mode, whatever the runtime's `mode`).
+        strict: Send OpenAI strict-mode schemas where the tool's schema allows it (handrail's
+            own strict form: optional arguments become nullable, and a `null` the model sends
+            is "not given" again before the call). False sends every tool's own schema with
+            strict mode off.
+        edits: Where edited and "allow always" answers are recorded (see `Edits`).
+
+    Returns:
+        One `FunctionTool` per registry tool, typed as the SDK's `Tool` so the list goes
+        straight into `Agent(tools=...)`.
+    """
+    if edits is not None:
+        edits._bound = True  # pyright: ignore[reportPrivateUsage]
+    tools: list[SDKTool] = [
+        _function_tool(rt, tool, session, strict, edits) for tool in rt.registry.all()
+    ]
+    return tools
+
+
+def run_config(rt: Runtime | None = None, /, *, session: SessionArg = None, **kw: Any) -> RunConfig:
+    """A `RunConfig` for agents with handrail's tools (`kw` is passed on and wins).
+
+    - `tool_not_found_behavior="return_error_to_model"`: a tool name the model invents gets an
+      error to correct instead of ending the run (the SDK's default raises);
+    - `tool_execution=ToolExecutionConfig(pre_approval_tool_input_guardrails=True)`: the
+      adapter's guardrail answers calls whose arguments the SDK cannot parse before the SDK
+      would pause to ask about them (pass your own `tool_execution` with this flag set to
+      keep that);
+    - with `rt` (and the tools' `session`), a `tool_error_formatter` that answers an unknown
+      tool name with handrail's TOOL_NOT_FOUND text, which names the closest tools, and a
+      deferred tool not activated yet with its TOOL_NOT_ACTIVATED text. Other errors keep the
+      SDK's text (a rejection is `rejection_message`).
+    """
+    kw.setdefault("tool_not_found_behavior", "return_error_to_model")
+    kw.setdefault("tool_execution", ToolExecutionConfig(pre_approval_tool_input_guardrails=True))
+    if rt is not None:
+        kw.setdefault("tool_error_formatter", _not_found_formatter(rt, session))
+    return RunConfig(**kw)
+
+
+def _not_found_formatter(rt: Runtime, session: SessionArg) -> Any:
+    async def format_error(args: ToolErrorFormatterArgs[Any]) -> str | None:
+        if args.kind != "tool_not_found" or args.tool_type != "function":
+            return None
+        sess = session_for(rt, session, args.run_context)
+        # Resolving the name is the first stage: an unknown or inactive tool stops there.
+        pre = await rt.check(args.tool_name, "{}", call_id=args.call_id, session=sess)
+        refusal = pre.refusal
+        if refusal is not None and refusal.error in (
+            ErrorCode.TOOL_NOT_FOUND,
+            ErrorCode.TOOL_NOT_ACTIVATED,
+        ):
+            return refusal.content
+        return None  # an alias (the SDK resolves names first): the SDK's own text
+
+    return format_error
+
+
+def _function_tool(
+    rt: Runtime, tool: Tool, session: SessionArg, strict: bool, edits: Edits | None
+) -> FunctionTool:
+    name = tool.name
+    schema = openai_strict_schema(tool) if strict else None
+    # Results waiting for the SDK to ask for their artifact, by call id (taken at once).
+    results: dict[str, ToolResult] = {}
+
+    def arguments(raw: str | Mapping[str, Any]) -> str | Mapping[str, Any]:
+        return undo_strict_nulls(tool, raw) if schema is not None else raw
+
+    async def call(ctx: ToolContext[Any], raw: str, approval: Approval | None) -> ToolResult:
+        sess = session_for(rt, session, ctx)
+        with host_scope(ctx):
+            result = await rt.call(
+                name, arguments(raw), call_id=ctx.tool_call_id, session=sess, approval=approval
+            )
+        if isinstance(result, Interrupted):
+            # Checked as "run", yet it asked (a hook changed its mind): it cannot pause now,
+            # so the model gets the "not run" text and nothing stays pending.
+            rt.discard(result)
+        return result
+
+    async def needs_approval(
+        wrapper: RunContextWrapper[Any], params: dict[str, Any], call_id: str
+    ) -> bool:
+        sess = session_for(rt, session, wrapper)
+        pre = await rt.check(name, arguments(params), call_id=call_id, session=sess)
+        # A refusal runs through `rt.call` too, which gives the model its text.
+        return pre.needs_approval
+
+    async def invoke(ctx: ToolContext[Any], raw: str) -> ToolOutput:
+        approval: Approval | None = None
+        if ctx.is_tool_approved(name, ctx.tool_call_id):
+            taken = edits.pop(ctx.tool_call_id) if edits is not None else None
+            approval = taken or Approval.allow_once()
+        result = await call(ctx, raw, approval)
+        results[ctx.tool_call_id] = result
+        return _output(result, rt.locale)
+
+    async def uninspectable(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        # The SDK pauses for approval of any call whose arguments it cannot parse as a JSON
+        # object (it skips `needs_approval` for them). handrail decides instead: unless the
+        # call would ask, answer it here (malformed JSON gets INVALID_ARGS at once).
+        ctx = data.context
+        raw = ctx.tool_arguments
+        if _inspectable(raw) or ctx.is_tool_approved(name, ctx.tool_call_id):
+            return ToolGuardrailFunctionOutput.allow()
+        sess = session_for(rt, session, ctx)
+        pre = await rt.check(name, arguments(raw), call_id=ctx.tool_call_id, session=sess)
+        if pre.needs_approval:
+            return ToolGuardrailFunctionOutput.allow()
+        result = await call(ctx, raw, None)
+        return ToolGuardrailFunctionOutput.reject_content(
+            result.content, output_info=result_artifact(result)
+        )
+
+    def artifact(data: FunctionToolCustomDataContext) -> dict[str, Any] | None:
+        result = results.pop(data.tool_context.tool_call_id, None)
+        return {"handrail": result_artifact(result)} if result is not None else None
+
+    def enabled(wrapper: RunContextWrapper[Any], agent: AgentBase[Any]) -> bool:
+        shown = rt.tools(session=session_for(rt, session, wrapper))
+        return any(t.name == name for t in shown)
+
+    def build(params: dict[str, Any], is_strict: bool) -> FunctionTool:
+        return FunctionTool(
+            name=name,
+            description=tool.description,
+            params_json_schema=params,
+            on_invoke_tool=invoke,
+            strict_json_schema=is_strict,
+            is_enabled=enabled,
+            needs_approval=needs_approval,
+            tool_input_guardrails=[
+                ToolInputGuardrail(guardrail_function=uninspectable, name="handrail_arguments")
+            ],
+            custom_data_extractor=artifact,
+        )
+
+    if schema is not None:
+        try:
+            built = build(copy.deepcopy(schema), True)
+        except UserError:
+            built = None
+        # The SDK applies its own strict transform on top; it must leave handrail's form
+        # unchanged, or the model would be made to invent values for optional arguments.
+        if built is not None and built.params_json_schema == schema:
+            return built
+        schema = None  # strict off: `arguments` (a closure over it) leaves nulls as sent
+    return build(copy.deepcopy(tool.parameters), False)
+
+
+def _reject_constant(value: str) -> NoReturn:
+    raise ValueError(f"Invalid JSON constant: {value}")
+
+
+def _inspectable(raw: str) -> bool:
+    """Whether openai-agents can parse `raw` as a JSON object (it asks about anything else)."""
+    # Mirrors `agents.util._approvals.parse_function_tool_arguments` (0.24).
+    if not raw.strip():
+        return False
+    try:
+        parsed = json.loads(raw, parse_constant=_reject_constant)
+    except ValueError:
+        return False
+    return isinstance(parsed, dict)
+
+
+def _output(result: ToolResult, locale: str) -> ToolOutput:
+    """The tool's output for the SDK: handrail's text, or its parts when they hold media."""
+    if all(isinstance(p, TextPart) for p in result.parts):
+        return result.content
+    # handrail's OpenAI Responses rendering: the formats and size limits the API takes.
+    output = openai_responses_results([result], locale=locale)[0]["output"]
+    if isinstance(output, str):
+        return result.content  # every part went as its note: the text view says the same
+    items: list[ToolOutputText | ToolOutputImage | ToolOutputFileContent] = []
+    for item in output:
+        if item["type"] == "input_text":
+            items.append(ToolOutputText(text=item["text"]))
+        elif item["type"] == "input_image":
+            items.append(ToolOutputImage(image_url=item["image_url"], detail=item["detail"]))
+        else:
+            items.append(
+                ToolOutputFileContent(file_data=item["file_data"], filename=item["filename"])
+            )
+    return items
