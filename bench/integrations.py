@@ -50,6 +50,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+HERE = str(Path(__file__).resolve().parent)
+# bench/ holds scripts named like packages (mcp.py): they must not shadow the real ones that
+# the frameworks import.
+sys.path[:] = [p for p in sys.path if str(Path(p or ".").resolve()) != HERE]
 sys.path.insert(0, str(ROOT / "src"))
 
 from handrail import Registry, Runtime, tool  # noqa: E402

@@ -304,6 +304,11 @@ def _function_tool(
         shown = rt.tools(session=session_for(rt, session, wrapper))
         return any(t.name == name for t in shown)
 
+    # The SDK reads the invoke function's annotations on every call (`get_type_hints`, to
+    # pick the context it passes); as objects rather than this module's postponed strings
+    # they cost no `eval`.
+    invoke.__annotations__ = {"ctx": ToolContext[Any], "raw": str, "return": ToolOutput}
+
     def build(params: dict[str, Any], is_strict: bool) -> FunctionTool:
         return FunctionTool(
             name=name,

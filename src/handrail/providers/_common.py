@@ -214,6 +214,8 @@ def openai_arguments(
         return arguments
     data: Any = arguments
     if isinstance(arguments, str):
+        if "null" not in arguments:
+            return arguments  # nothing to undo (most calls): no parse
         try:
             data = json.loads(arguments)
         except ValueError:
