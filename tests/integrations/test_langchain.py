@@ -774,54 +774,16 @@ async def test_ctx_host_is_the_langchain_tool_runtime(
 
 # -- the README's example --------------------------------------------------------------------
 
-README_EXAMPLE = '''
-from langchain.agents import create_agent
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command
-
-from handrail import Registry, Runtime
-from handrail.builtin import coding_tools
-from handrail.integrations import portal_for
-from handrail.integrations.langchain import tools
-
-
-class ScriptedModel(GenericFakeChatModel):
-    """Plays back its messages (a real agent passes e.g. ChatOpenAI(model="gpt-5"))."""
-
-    def bind_tools(self, tools, **kwargs):
-        return self
-
-
-model = ScriptedModel(messages=iter([
-    AIMessage("", tool_calls=[{"id": "c1", "name": "write_file",
-                               "args": {"file_path": "hello.txt", "content": "hi\\n"}}]),
-    AIMessage("Wrote hello.txt."),
-]))
-rt = Runtime(Registry(coding_tools()), root=".")     # default mode: writing a file asks
-agent = create_agent(model, tools=tools(rt), checkpointer=InMemorySaver())
-config = {"configurable": {"thread_id": "demo"}}
-
-result = agent.invoke({"messages": [{"role": "user", "content": "Create hello.txt"}]}, config)
-while result.get("__interrupt__"):                   # handrail asked: a person decides
-    answers = {}
-    for pause in result["__interrupt__"]:
-        request = pause.value          # {"type": "tool_approval", "name", "args", "reason", ...}
-        print(f"{request['name']} {request['args']}: {request['reason']}")
-        answers[pause.id] = {"type": "approve"}  # or {"type": "reject", "message": "..."}
-    result = agent.invoke(Command(resume=answers), config)
-print(result["messages"][-2].content)                # what the model read
-print(result["messages"][-1].content)
-portal_for(rt).run(rt.aclose())                      # sync calls ran on the runtime's portal
-'''
-
 
 def test_the_readme_example_runs_as_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    readme_block: Callable[[str], str],
 ) -> None:
+    example = readme_block("from handrail.integrations.langchain import tools")
     monkeypatch.chdir(tmp_path)
-    exec(compile(README_EXAMPLE, "README.md", "exec"), {"__name__": "readme_example"})
+    exec(compile(example, "README.md", "exec"), {"__name__": "readme_example"})
     assert (tmp_path / "hello.txt").read_text() == "hi\n"
     asked, read, answer = capsys.readouterr().out.splitlines()
     assert (

@@ -12,6 +12,7 @@ import asyncio
 import gc
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -667,50 +668,12 @@ async def test_deferred_tools_are_offered_once_tool_search_activates_them() -> N
 
 # -- the README example -------------------------------------------------------------------------
 
-README_EXAMPLE = '''\
-from agents import Agent, Runner
-from agents.testing import ScriptedModel, assistant_message, function_call
-from handrail import Registry, Runtime, ToolKind, tool
-from handrail.integrations.openai_agents import Edits, function_tools, run_config
 
-notes: list[str] = []
-
-@tool(kind=ToolKind.EDIT)
-def save_note(text: str) -> str:
-    """Save a note."""
-    notes.append(text)
-    return f"Saved: {text}"
-
-rt = Runtime(Registry([save_note]))          # default mode: an edit asks first
-edits = Edits()
-model = ScriptedModel([                      # a scripted model: no API key needed
-    [function_call("save_note", {"text": "milk"}, call_id="c1"),
-     function_call("save_note", {"text": "eggs"}, call_id="c2"),
-     function_call("save_note", {"text": "bred"}, call_id="c3")],
-    [assistant_message("Noted.")],
-])
-agent = Agent(name="notes", model=model, tools=function_tools(rt, edits=edits),
-              instructions=rt.usage_notes())
-config = run_config(rt, tracing_disabled=True)   # no API key, so no traces to send
-
-result = await Runner.run(agent, "Remember milk, eggs and bread.", run_config=config)
-state = result.to_state()            # state.to_string() / RunState.from_string() across processes
-for item in result.interruptions:    # one per call that asks
-    if item.call_id == "c1":
-        state.approve(item)
-    elif item.call_id == "c2":
-        state.reject(item, rejection_message="No eggs, thanks.")
-    else:
-        edits.edit(item, {"text": "bread"})      # the user's correction runs instead
-        state.approve(item)
-result = await Runner.run(agent, state, run_config=config)
-print(result.final_output, notes)    # Noted. ['milk', 'bread']
-await rt.aclose()
-'''
-
-
-async def test_the_readme_example_runs_as_written(capsys: pytest.CaptureFixture[str]) -> None:
-    code = compile(README_EXAMPLE, "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+async def test_the_readme_example_runs_as_written(
+    capsys: pytest.CaptureFixture[str], readme_block: Callable[[str], str]
+) -> None:
+    example = readme_block("from handrail.integrations.openai_agents import")
+    code = compile(example, "README.md", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     namespace: dict[str, Any] = {"__name__": "readme"}
     await eval(code, namespace)
     assert capsys.readouterr().out == "Noted. ['milk', 'bread']\n"

@@ -11,10 +11,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-import re
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -615,62 +614,16 @@ async def test_test_model_calls_every_coding_tool_without_schema_errors(tmp_path
 
 # -- the README example ----------------------------------------------------------------------
 
-README_EXAMPLE = '''\
-import asyncio
-
-from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
-
-from handrail import Registry, Runtime
-from handrail.builtin import coding_tools
-from handrail.sandbox import sandbox_support
-from handrail.integrations.pydantic_ai import toolset
-
-
-def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """Stands in for a real model ("openai:gpt-5.2", ...): write a file, then answer."""
-    if len(messages) == 1:
-        write = ToolCallPart("write_file", {"file_path": "hello.txt", "content": "hi\\n"})
-        return ModelResponse(parts=[write])
-    return ModelResponse(parts=[TextPart("Wrote hello.txt.")])
-
-
-async def main() -> None:
-    async with Runtime(Registry(coding_tools()), root=".") as rt:
-        agent = Agent(
-            FunctionModel(scripted),
-            toolsets=[toolset(rt)],
-            output_type=[str, DeferredToolRequests],
-        )
-        result = await agent.run("Say hi in hello.txt")
-        while isinstance(result.output, DeferredToolRequests):  # handrail asked
-            answers = DeferredToolResults()
-            for call in result.output.approvals:
-                reason = result.output.metadata[call.tool_call_id]["reason"]
-                print(f"approve {call.tool_name} {call.args}? ({reason})")
-                # True, ToolDenied("why"), or ToolApproved(override_args={...})
-                answers.approvals[call.tool_call_id] = True
-            result = await agent.run(
-                message_history=result.all_messages(), deferred_tool_results=answers
-            )
-        print(result.output)
-
-
-asyncio.run(main())
-'''
-
 
 def test_the_readme_example_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    readme_block: Callable[[str], str],
 ) -> None:
-    readme = Path(__file__).parents[2] / "README.md"
-    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(), flags=re.DOTALL)
-    published = [b for b in blocks if "handrail.integrations.pydantic_ai import toolset" in b]
-    if published:  # the README shows this exact code
-        assert README_EXAMPLE in published
+    example = readme_block("from handrail.integrations.pydantic_ai import toolset")
     monkeypatch.chdir(tmp_path)
-    exec(compile(README_EXAMPLE, "README.md (pydantic-ai)", "exec"), {"__name__": "__main__"})
+    exec(compile(example, "README.md (pydantic-ai)", "exec"), {"__name__": "__main__"})
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("approve write_file {'file_path': 'hello.txt', 'content': 'hi\\n'}? (")
     assert out[1:] == ["Wrote hello.txt."]
