@@ -303,3 +303,50 @@ async def test_check_uses_the_session_given(tmp_path: Path) -> None:
     trusted = Session(allow_rules=["save"])
     assert (await rt.check("save", {"text": "a"}, session=trusted)).verdict == "run"
     assert (await rt.check("save", {"text": "a"})).verdict == "ask"
+
+
+async def test_a_tool_whose_permission_requests_raise_fails_without_running(
+    tmp_path: Path,
+) -> None:
+    ran: list[str] = []
+
+    class BuggyArgs(BaseModel):
+        path: str = ""
+
+    class Buggy(Tool):
+        name = "buggy"
+        description = "Its permission_requests has a bug."
+        args_model = BuggyArgs
+
+        def permission_requests(self, args: Any, ctx: ToolContext) -> list[WritePath]:
+            raise KeyError("oops")
+
+        async def run(self, args: Any, ctx: ToolContext) -> str:
+            ran.append("ran")
+            return "ran"
+
+    rt = Runtime(Registry([Buggy()]), root=tmp_path, mode="bypass")
+    r = await rt.call("buggy")
+    assert r.error is ErrorCode.EXECUTION_ERROR
+    assert "oops" in r.content
+    found = await rt.check("buggy")
+    assert found.verdict == "refuse"
+    assert found.refusal is not None and found.refusal.error is ErrorCode.EXECUTION_ERROR
+    assert ran == []
+
+
+async def test_a_read_only_flag_that_raises_counts_as_not_read_only(tmp_path: Path) -> None:
+    def broken(args: Any) -> bool:
+        raise RuntimeError("flag bug")
+
+    @tool(read_only=broken)
+    def probe() -> str:
+        """Read-only, says a broken flag."""
+        return "ran"
+
+    rt = Runtime(Registry([probe]), root=tmp_path)  # default mode: not read-only asks
+    found = await rt.check("probe")
+    assert found.verdict == "ask"
+    r = await rt.call("probe")
+    assert isinstance(r, Interrupted)
+    rt.discard(r)

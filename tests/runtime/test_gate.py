@@ -8,15 +8,21 @@ calls is proven by making them wait for each other (with a time limit), never by
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from handrail import (
     Approval,
     ApprovalRequest,
     ErrorCode,
+    Hook,
+    HookEvent,
+    HookResponse,
     Interrupted,
     PermissionMode,
     Registry,
@@ -26,9 +32,24 @@ from handrail import (
     ToolContext,
     tool,
 )
-from handrail.runtime._gate import Gate
+from handrail.runtime._gate import Gate, gate_of
 
 Interval = tuple[str, float, float]
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Wait (at most 5 s, polling) until `condition` holds."""
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the condition did not hold within 5 s")
+
+
+def waiting_at(session: Session) -> int:
+    """How many calls wait at the session's gate."""
+    gate = gate_of(session)
+    return len(gate._waiters or ())  # pyright: ignore[reportPrivateUsage]
 
 
 def overlaps(a: Interval, b: Interval) -> bool:
@@ -148,11 +169,14 @@ async def test_the_timeout_starts_once_the_call_is_let_in() -> None:
         await asyncio.wait_for(release.wait(), 5)
         return "held"
 
+    deadlines: list[float] = []
+
     @tool(kind="edit", timeout=0.5)
     async def quick(ctx: ToolContext) -> str:
         """Unsafe, well within its own timeout once it runs."""
         assert ctx.deadline is not None
-        return f"{ctx.deadline - time.monotonic():.1f}"
+        deadlines.append(ctx.deadline)
+        return "quick"
 
     rt = Runtime(Registry([hold, quick]), mode="bypass")
     holding = asyncio.create_task(rt.call("hold"))
@@ -160,11 +184,13 @@ async def test_the_timeout_starts_once_the_call_is_let_in() -> None:
     waiting = asyncio.create_task(rt.call("quick"))
     await asyncio.sleep(0.8)  # longer than quick's timeout, all of it spent at the gate
     assert not waiting.done()
+    released_at = time.monotonic()
     release.set()
     assert (await holding).ok
     r = await waiting
-    assert r.ok, r.content
-    assert float(r.content) > 0.3  # the deadline it sees counts from when it was let in
+    assert r.ok, r.content  # not TIMEOUT: the wait at the gate did not count
+    # Its deadline was set when it was let in, after the holder let go.
+    assert deadlines[0] - 0.5 >= released_at
 
 
 async def test_a_call_cancelled_at_the_gate_is_cancelled_and_the_gate_moves_on() -> None:
@@ -191,7 +217,7 @@ async def test_a_call_cancelled_at_the_gate_is_cancelled_and_the_gate_moves_on()
     by_host = asyncio.create_task(rt.call("note", {"label": "host"}, call_id="h"))
     from_outside = asyncio.create_task(rt.call("note", {"label": "outside"}))
     last = asyncio.create_task(rt.call("note", {"label": "last"}))
-    await asyncio.sleep(0.05)
+    await until(lambda: waiting_at(rt.session) == 3)
     assert rt.cancel("h", "Stopped by the host.") is True
     from_outside.cancel()
     r = await by_host
@@ -204,7 +230,7 @@ async def test_a_call_cancelled_at_the_gate_is_cancelled_and_the_gate_moves_on()
     assert ran == ["last"]
 
 
-async def test_a_call_inside_a_call_of_the_same_session_passes_through() -> None:
+async def test_a_call_inside_a_call_of_the_same_session_does_not_wait_for_its_holder() -> None:
     @tool(kind="edit")
     async def inner() -> str:
         """Unsafe."""
@@ -313,6 +339,92 @@ def test_the_gate_lives_with_the_session(tmp_path: Path) -> None:
     s = Session()
     a = Runtime(Registry([]), root=tmp_path, session=s)
     b = Runtime(Registry([]), root=tmp_path, session=s)
-    from handrail.runtime._gate import gate_of
-
     assert gate_of(a.session) is gate_of(b.session)
+
+
+async def test_nested_unsafe_calls_keep_the_rule_among_themselves() -> None:
+    rec = Recorder()
+    box: list[Runtime] = []
+
+    @tool(kind="edit")
+    async def agent_like() -> str:
+        """Unsafe, and runs a turn of its own: two unsafe calls at once, as frameworks do."""
+        rt = box[0]
+        results = await asyncio.wait_for(
+            asyncio.gather(rt.call("write", {"label": "n1"}), rt.call("write", {"label": "n2"})),
+            5,
+        )
+        return ",".join(r.content for r in results)
+
+    rt = Runtime(Registry([rec.write, rec.read, agent_like]), mode="bypass")
+    box.append(rt)
+    r = await asyncio.wait_for(rt.call("agent_like"), 10)
+    assert r.content == "n1,n2"
+    assert not overlaps(rec.interval("n1"), rec.interval("n2"))
+
+
+def test_one_session_from_two_threads_each_with_its_own_loop() -> None:
+    rec_intervals: list[Interval] = []
+
+    @tool(kind="edit")
+    async def slow_write(label: str) -> str:
+        """Unsafe; takes a moment."""
+        start = time.monotonic()
+        await asyncio.sleep(0.05)
+        rec_intervals.append((label, start, time.monotonic()))
+        return label
+
+    rt = Runtime(Registry([slow_write]), mode="bypass")
+    out: dict[int, str] = {}
+
+    def worker(i: int) -> None:
+        async def go() -> str:
+            results = [await rt.call("slow_write", {"label": f"{i}.{k}"}) for k in range(3)]
+            return ",".join(r.content for r in results)
+
+        out[i] = asyncio.run(go())
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=20)
+    assert not any(t.is_alive() for t in threads), "a call never got through the gate"
+    assert out == {0: "0.0,0.1,0.2", 1: "1.0,1.1,1.2"}
+    for a in rec_intervals:
+        for b in rec_intervals:
+            if a is not b:
+                assert not overlaps(a, b), (a, b)
+
+
+async def test_a_hook_that_makes_a_batch_call_unsafe_makes_it_run_alone() -> None:
+    intervals: list[Interval] = []
+
+    class ModeArgs(BaseModel):
+        mode: str
+        label: str
+
+    def safe_for_reads(args: ModeArgs) -> bool:
+        return args.mode == "read"
+
+    @tool(read_only=True, concurrency_safe=safe_for_reads)
+    async def touch(mode: str, label: str) -> str:
+        """Safe only for reads."""
+        start = time.monotonic()
+        await asyncio.sleep(0.05)
+        intervals.append((label, start, time.monotonic()))
+        return label
+
+    def pre(event: HookEvent) -> HookResponse | None:
+        if event.tool_input["label"] == "b":
+            return HookResponse(updated_input={"mode": "write", "label": "b"})
+        return None
+
+    rt = Runtime(Registry([touch]), mode="bypass", hooks=[Hook(event="pre_tool_use", func=pre)])
+    calls = [ToolCall(id=x, name="touch", arguments={"mode": "read", "label": x}) for x in "abc"]
+    batch = await rt.call_many(calls)
+    assert [r.content for r in batch] == ["a", "b", "c"]
+    b = next(i for i in intervals if i[0] == "b")
+    for other in intervals:
+        if other is not b:
+            assert not overlaps(b, other), (b, other)

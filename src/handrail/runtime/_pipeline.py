@@ -207,6 +207,8 @@ class Pipeline(Runner):
         found = await self._early_stages(p, plan, session, ctx, notes, approved, run_hooks)
         if isinstance(found, ToolResult):
             return found
+        if found[0] is not p and state is not None:
+            state.safe = None  # a hook rewrote the input: its safety is worked out again
         p, hook_decision, hook_reason = found
         return await self._permit_and_run(
             p,
@@ -309,7 +311,7 @@ class Pipeline(Runner):
         """Stage 6: None (allowed), the refusal, or the ask (the decision and the requests)."""
         tool, call = p.tool, p.call
         # One central decision from what the tool says it will touch.
-        read_only = plan.read_only if plan.read_only is not None else tool.is_read_only(p.args)
+        read_only = plan.read_only if plan.read_only is not None else _read_only(tool, p.args)
         if not (
             plan.requests
             or plan.rules
@@ -324,6 +326,10 @@ class Pipeline(Runner):
                 requests = self._resolve_requests(tool.permission_requests(p.args, ctx))
             except ToolFailure as exc:
                 return fail(call, tool.name, p.t0, exc.code, exc.message)
+            except Exception as exc:  # a tool's bug: the call fails, nothing runs
+                logger.exception("permission_requests of %s raised", tool.name)
+                text = say(self.locale, "tool_failed", detail=exc_text(exc))
+                return fail(call, tool.name, p.t0, ErrorCode.EXECUTION_ERROR, text)
             # Here, not in the policy alone: a Policy subclass must not be able to lift it.
             hidden = hidden_refusal(requests, self.hidden_paths)
             if hidden is not None:
@@ -567,6 +573,14 @@ class Pipeline(Runner):
         shown = _shown_name(call.name)
         content = say(loc, "no_tool", name=shown, hint=hint)
         return fail(call, shown, t0, ErrorCode.TOOL_NOT_FOUND, content)
+
+
+def _read_only(tool: Tool, args: Any) -> bool:
+    try:
+        return tool.is_read_only(args)
+    except Exception:  # a flag function that fails: fail closed, not read-only
+        logger.exception("read_only of %s raised", tool.name)
+        return False
 
 
 def _shown_name(name: str) -> str:

@@ -26,7 +26,7 @@ from .._tool import Tool
 from ..errors import ToolFailure
 from ..permissions import Hook, Settings
 from ._calls import Plan, Prepared, ProgressFunc, RunState
-from ._gate import HELD, Gate, gate_of
+from ._gate import HELD, Hold, gate_of, inner_gate
 from ._hooks import hook_event, run_post_hooks
 from ._messages import say
 from ._results import exc_text, fail, shape
@@ -116,20 +116,22 @@ class Runner:
         # The session's gate: unsafe calls never overlap, even when a host runs many `call`s
         # at once. Waiting for it is not running: the timeout starts once it is entered.
         gate = session._gate or gate_of(session)  # pyright: ignore[reportPrivateUsage]
-        shared = True
-        held: Token[tuple[Gate, ...]] | None = None
+        if state is not None and state.safe is not None:
+            shared = state.safe
+        else:
+            shared = plan.safe if plan.safe is not None else _safe(tool, p.args)
+        entered = False
+        held: Token[tuple[Hold, ...]] | None = None
         try:
             inside = HELD.get()
-            if gate not in inside:  # else: a call made by a call that holds it passes through
-                if state is not None and state.safe is not None:
-                    shared = state.safe
-                else:
-                    shared = plan.safe if plan.safe is not None else _safe(tool, p.args)
-                if not gate.try_enter(shared):
-                    await gate.enter(shared)
-                    if ctx is not None and timeout is not None:
-                        ctx.deadline = time.monotonic() + timeout
-                held = HELD.set((*inside, gate))
+            if inside:  # a call made from inside a running call: its holder's child gate
+                gate = inner_gate(gate, inside)
+            if not gate.try_enter(shared):
+                await gate.enter(shared)
+                if ctx is not None and timeout is not None:
+                    ctx.deadline = time.monotonic() + timeout
+            entered = True
+            held = HELD.set((*inside, Hold(gate)))
             if timeout is not None and task is not None:
                 assert state is not None
                 timer = asyncio.get_running_loop().call_later(timeout, _expire, state)
@@ -160,9 +162,13 @@ class Runner:
                 timer.cancel()
             if running.get(call.id) is mine:
                 del running[call.id]
-            if held is not None:
-                HELD.reset(held)
+            if entered:
                 gate.leave(shared)
+            if held is not None:
+                try:
+                    HELD.reset(held)
+                except ValueError:  # finalized in another context (an abandoned coroutine)
+                    pass
         if state is None and self._stops:
             state = self._stops.pop(call.id, None)
         if state is not None and state.reason is not None and task is not None:
