@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inline_snapshot import snapshot
 
 from handrail import Interrupted, Registry, Runtime, Session, ToolContext, tool
 from handrail.builtin import coding_tools
@@ -21,7 +22,7 @@ from handrail.integrations import (
     portal_for,
     result_artifact,
 )
-from handrail.integrations._common import session_for
+from handrail.integrations._common import cannot_ask, session_for
 
 
 class FrameworkCtx:
@@ -188,3 +189,13 @@ def test_no_framework_is_imported_by_the_shared_modules() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_a_call_that_cannot_be_asked_about_says_what_to_do(tmp_path: Path) -> None:
+    async with Runtime(Registry(coding_tools()), root=tmp_path) as rt:
+        r = await rt.call("write_file", {"file_path": "n.txt", "content": "x"})
+        assert isinstance(r, Interrupted)
+        rt.discard(r)
+    assert cannot_ask(r) == snapshot(
+        "Not run: `write_file` needs the user's approval (`write_file` can change things), which cannot be asked for at this point. Ask the user in your reply, or do something else."
+    )

@@ -288,6 +288,26 @@ async def test_allow_always_in_the_results_metadata_stops_later_asks(tmp_path: P
     assert saved(notes) == ["milk", "eggs"]
 
 
+async def test_an_unreadable_allow_always_rule_runs_the_call_once_and_adds_nothing(
+    tmp_path: Path,
+) -> None:
+    notes = tmp_path / "notes.txt"
+    async with Runtime(Registry(note_tools(notes)), root=tmp_path) as rt:
+        script = Script([call("save_note", {"text": "milk"}, "c1")])
+        ag = agent(script, toolset(rt))
+        paused = await ag.run("note it")
+        done = await ag.run(
+            message_history=paused.all_messages(),
+            deferred_tool_results=DeferredToolResults(
+                approvals={"c1": True}, metadata={"c1": {"allow_always": True, "rule": "save("}}
+            ),
+        )
+        assert rt.session.allow_rules == []
+        assert rt.pipeline.pending == {}
+    assert done.output == "done"
+    assert saved(notes) == ["milk"]
+
+
 # -- 3. unsafe calls never overlap -----------------------------------------------------------
 
 Interval = tuple[str, float, float]

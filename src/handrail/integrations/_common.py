@@ -14,7 +14,7 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from .._context import Session
-from .._contract import ApprovalRequest, ErrorCode, ToolResult
+from .._contract import ApprovalRequest, ErrorCode, Interrupted, ToolResult
 from ..runtime import Runtime
 
 T = TypeVar("T")
@@ -66,6 +66,19 @@ def result_artifact(result: ToolResult) -> dict[str, Any]:
     if result.structured is not None:
         data["structured"] = dict(result.structured)
     return data
+
+
+def cannot_ask(result: Interrupted) -> str:
+    """What the model reads when a call asks where the framework can no longer pause for it.
+
+    The runtime's own "wait for the user's decision" would promise an answer that never comes.
+    """
+    reason = result.approval.reason.rstrip(".") if result.approval is not None else ""
+    why = f" ({reason})" if reason else ""
+    return (
+        f"Not run: `{result.tool_name}` needs the user's approval{why}, which cannot be asked "
+        "for at this point. Ask the user in your reply, or do something else."
+    )
 
 
 def approval_payload(request: ApprovalRequest) -> dict[str, Any]:

@@ -57,8 +57,16 @@ from .._context import Session, host_scope
 from .._contract import Approval, AudioPart, ImagePart, Interrupted, ToolResult, part_note
 from .._tool import Tool
 from ..errors import ConfigurationError
+from ..permissions import parse_rule
 from ..runtime import Runtime
-from ._common import RETRY_CODES, SessionArg, approval_payload, result_artifact, session_for
+from ._common import (
+    RETRY_CODES,
+    SessionArg,
+    approval_payload,
+    cannot_ask,
+    result_artifact,
+    session_for,
+)
 
 __all__ = ["HandrailToolset", "toolset"]
 
@@ -205,7 +213,7 @@ class HandrailToolset(AbstractToolset[Any]):
             rt.discard(result)
             if result.approval is None or approval is not None:
                 # Answered and still waiting: asking again would loop, so the model is told.
-                raise ToolFailed(result.content)
+                raise ToolFailed(cannot_ask(result))
             raise ApprovalRequired(metadata=approval_payload(result.approval))
         if result.ok:
             content = _model_content(result, rt.locale)
@@ -290,8 +298,22 @@ def _answer(
     meta = ctx.tool_call_metadata
     if isinstance(meta, Mapping) and cast(Mapping[str, Any], meta).get("allow_always"):
         rule = cast(Mapping[str, Any], meta).get("rule")
-        return arguments, Approval.allow_always(rule if isinstance(rule, str) else None)
+        if rule is not None and not _valid_rule(rule):
+            # The user approved this call at least; a rule that cannot be read adds nothing.
+            _log.warning("handrail: ignoring the allow-always rule %r: not a valid rule", rule)
+            return arguments, Approval.allow_once()
+        return arguments, Approval.allow_always(rule)
     return arguments, Approval.allow_once()
+
+
+def _valid_rule(rule: object) -> bool:
+    if not isinstance(rule, str):
+        return False
+    try:
+        parse_rule(rule)
+    except ConfigurationError:
+        return False
+    return True
 
 
 def _original_arguments(ctx: RunContext[Any]) -> dict[str, Any] | None:
