@@ -21,6 +21,7 @@ from agents import Agent, FunctionTool, RunConfig, Runner, RunState, ToolCallOut
 from agents.testing import ScriptedModel, assistant_message, function_call
 from agents.tool_context import ToolContext as AgentsToolContext
 from inline_snapshot import snapshot
+from pydantic import BaseModel
 
 from handrail import (
     ConfigurationError,
@@ -32,6 +33,7 @@ from handrail import (
     Registry,
     Runtime,
     Session,
+    Tool,
     ToolContext,
     ToolKind,
     tool,
@@ -375,10 +377,259 @@ async def test_a_call_that_asks_only_once_it_runs_is_not_run_nor_left_pending(
     result = await Runner.run(agent, "note milk", run_config=config(rt))
     assert result.final_output == "done"  # the SDK cannot pause now: the model is told
     assert outputs(model)["c1"] == snapshot(
-        "Not run yet: `save_note` needs the user's approval (changed its mind). Wait for the user's decision."
+        "Not run: `save_note` needs the user's approval (changed its mind), which cannot be asked for at this point. Ask the user in your reply, or do something else."
     )
     assert lines(notes) == []
     assert rt.pipeline.pending == {}
+    await rt.aclose()
+
+
+async def test_an_edit_recorded_then_rejected_never_reaches_a_later_call_with_the_same_id(
+    tmp_path: Path,
+) -> None:
+    # ScriptedModel (and some OpenAI-compatible servers) reuse call ids: the same call, same
+    # id, in a later run. The user approves what the new item shows, and that is what runs.
+    notes = tmp_path / "notes.txt"
+    rt = Runtime(Registry([notes_tool(notes)]), root=tmp_path)
+    edits = Edits()
+    model = ScriptedModel(
+        [
+            [function_call("save_note", {"text": "milk"}, call_id="call_0")],
+            [assistant_message("ok")],
+            [function_call("save_note", {"text": "milk"}, call_id="call_0")],
+            [assistant_message("ok again")],
+        ]
+    )
+    agent = Agent(name="notes", model=model, tools=function_tools(rt, edits=edits))
+    result = await Runner.run(agent, "note milk", run_config=config(rt))
+    state = result.to_state()
+    [item] = result.interruptions
+    edits.edit(item, {"text": "rm -rf everything"})  # the user starts editing ...
+    state.reject(item, rejection_message="never mind")  # ... then rejects instead
+    await Runner.run(agent, state, run_config=config(rt))
+    assert lines(notes) == []
+    assert "call_0" in edits  # a rejected call never reaches the tool: the answer is left
+
+    result = await Runner.run(agent, "note milk", run_config=config(rt))
+    [item] = result.interruptions
+    assert item.arguments == '{"text":"milk"}'
+    assert len(edits) == 0  # a new ask for the id: the old answer is not this item's
+    state = result.to_state()
+    state.approve(item)
+    await Runner.run(agent, state, run_config=config(rt))
+    assert lines(notes) == ["milk"]
+    assert outputs(model)["call_0"] == "saved milk"  # no edit note
+    assert rt.pipeline.pending == {}
+    await rt.aclose()
+
+
+async def test_an_edit_is_applied_only_to_the_call_it_was_recorded_for(tmp_path: Path) -> None:
+    # Two conversations paused at once, their calls under one id: the edit recorded for one
+    # item must not run in place of the other, which the user approved as shown.
+    notes = tmp_path / "notes.txt"
+    rt = Runtime(Registry([notes_tool(notes)]), root=tmp_path)
+    edits = Edits()
+    model = ScriptedModel(
+        [
+            [function_call("save_note", {"text": "milk"}, call_id="c1")],
+            [function_call("save_note", {"text": "bread"}, call_id="c1")],
+            [assistant_message("done")],
+        ]
+    )
+    agent = Agent(name="notes", model=model, tools=function_tools(rt, edits=edits))
+    first = await Runner.run(agent, "note milk", run_config=config(rt))
+    second = await Runner.run(agent, "note bread", run_config=config(rt))
+    [milk], [bread] = first.interruptions, second.interruptions
+    assert (milk.call_id, bread.call_id) == ("c1", "c1")
+
+    edits.edit(milk, {"text": "rm -rf everything"})
+    state = second.to_state()
+    state.approve(bread)
+    await Runner.run(agent, state, run_config=config(rt))
+    assert lines(notes) == ["bread"]
+    assert outputs(model)["c1"] == "saved bread"
+    assert len(edits) == 0  # the stale answer went with the call that did not match it
+    await rt.aclose()
+
+
+async def test_allow_always_refuses_a_malformed_rule_when_it_is_recorded(tmp_path: Path) -> None:
+    rt = Runtime(Registry([notes_tool(tmp_path / "notes.txt")]), root=tmp_path)
+    edits = Edits()
+    model = ScriptedModel(
+        [[function_call("save_note", {"text": "milk"}, call_id="c1")], [assistant_message("ok")]]
+    )
+    agent = Agent(name="notes", model=model, tools=function_tools(rt, edits=edits))
+    result = await Runner.run(agent, "note milk", run_config=config(rt))
+    with pytest.raises(ConfigurationError, match="invalid permission rule 'save_note\\('"):
+        edits.allow_always(result.interruptions[0], rule="save_note(")
+    assert len(edits) == 0
+    edits.allow_always(result.interruptions[0], rule="save_note(milk*)")
+    assert "c1" in edits
+    await rt.aclose()
+
+
+# -- failures inside the adapter or the runtime never end the run ------------------------------
+
+
+class Text(BaseModel):
+    text: str = ""
+
+
+async def test_a_tool_whose_permission_requests_raises_does_not_end_the_run() -> None:
+    ran: list[str] = []
+
+    class Buggy(Tool):
+        name = "buggy"
+        description = "Its permission_requests has a bug."
+        args_model = Text
+
+        def permission_requests(self, args: Any, ctx: ToolContext) -> Any:
+            raise KeyError("oops")
+
+        async def run(self, args: Any, ctx: ToolContext) -> str:
+            ran.append(args.text)
+            return "ran"
+
+    rt = Runtime(Registry([Buggy()]))
+    model = ScriptedModel(
+        [[function_call("buggy", {"text": "x"}, call_id="c1")], [assistant_message("done")]]
+    )
+    agent = Agent(name="bug", model=model, tools=function_tools(rt))
+    result = await Runner.run(agent, "go", run_config=config(rt))
+    assert result.final_output == "done"
+    assert result.interruptions == []
+    seen = outputs(model)["c1"]
+    assert isinstance(seen, str) and seen  # text for the model, whoever words it
+    assert "An error occurred" not in seen  # not the SDK's generic failure text
+    assert ran == []
+    [output] = [i for i in result.new_items if isinstance(i, ToolCallOutputItem)]
+    assert output.custom_data is not None
+    assert output.custom_data["handrail"]["ok"] is False
+    await rt.aclose()
+
+
+async def test_a_failing_session_function_gives_the_model_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(wrapper: Any) -> Session:
+        return wrapper.context["conversation"]  # the run was given no such key
+
+    rt = Runtime(Registry([add]))
+    model = ScriptedModel(
+        [
+            [function_call("add", {"a": 1}, call_id="c1")],
+            [function_call("add", '{"a": 1', call_id="c2")],
+            [assistant_message("done")],
+        ]
+    )
+    agent = Agent(name="calc", model=model, tools=function_tools(rt, session=broken))
+    # is_enabled still offers the tool, needs_approval says no, the call's text says why.
+    result = await Runner.run(agent, "add", context={}, run_config=config(rt))
+    assert tool_names(model, 0) == ["add"]
+    assert outputs(model)["c1"] == snapshot(
+        "The tool `add` could not be run: the tool runtime failed internally (KeyError). Try a different approach."
+    )
+    # The guardrail allows what it cannot judge: the SDK asks about arguments it cannot parse.
+    assert [i.call_id for i in result.interruptions] == ["c2"]
+    state = result.to_state()
+    state.reject(result.interruptions[0], rejection_message="No.")
+    result = await Runner.run(agent, state, run_config=config(rt))
+    assert result.final_output == "done"
+    assert outputs(model)["c2"] == "No."
+    assert "Traceback" in caplog.text and "KeyError" in caplog.text  # logged, not lost
+    await rt.aclose()
+
+
+# -- ctx.host and hooks where handrail evaluates a call -----------------------------------------
+
+
+async def test_validate_input_sees_the_sdk_context_when_the_call_is_checked(
+    tmp_path: Path,
+) -> None:
+    seen: list[tuple[str, str, Any]] = []
+
+    class Stamp(Tool):
+        name = "stamp"
+        description = "Stamp a note for the current user."
+        args_model = Text
+        kind = ToolKind.EDIT
+
+        def validate_input(self, args: Any, ctx: ToolContext) -> None:
+            host = ctx.host
+            seen.append((ctx.call_id, type(host).__name__, host.context if host else None))
+
+        async def run(self, args: Any, ctx: ToolContext) -> str:
+            return f"stamped for {ctx.host.context['user']}"
+
+    rt = Runtime(Registry([Stamp()]), root=tmp_path)
+    model = ScriptedModel(
+        [
+            [
+                function_call("stamp", {"text": "x"}, call_id="c1"),  # needs_approval checks
+                function_call("stamp", "", call_id="c2"),  # the guardrail checks
+            ],
+            [assistant_message("done")],
+        ]
+    )
+    agent = Agent(name="stamp", model=model, tools=function_tools(rt))
+    user = {"user": "bob"}
+    result = await Runner.run(agent, "stamp", context=user, run_config=config(rt))
+    assert sorted(str(i.call_id) for i in result.interruptions) == ["c1", "c2"]
+    assert sorted(seen) == [("c1", "RunContextWrapper", user), ("c2", "ToolContext", user)]
+
+    seen.clear()
+    state = result.to_state()
+    for item in result.interruptions:
+        state.approve(item)
+    await Runner.run(agent, state, run_config=config(rt))
+    assert sorted(seen) == [("c1", "ToolContext", user), ("c2", "ToolContext", user)]
+    assert outputs(model) == {"c1": "stamped for bob", "c2": "stamped for bob"}
+    await rt.aclose()
+
+
+async def test_an_unknown_name_or_an_alias_runs_no_hook() -> None:
+    hooked: list[str] = []
+
+    def count(event: HookEvent) -> HookResponse | None:
+        hooked.append(event.call_id)
+        return None
+
+    # Every argument optional, so `{}` is valid and a check of the alias would reach the hook.
+    @tool(read_only=True, concurrency_safe=True, aliases=["plus"])
+    async def add_up(a: int = 0, b: int = 1) -> int:
+        """Add two integers."""
+        return a + b
+
+    @tool(read_only=True, deferred=True)
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"Sunny in {city}"
+
+    rt = Runtime(Registry([add_up, weather]), hooks=[Hook(event="pre_tool_use", func=count)])
+    model = ScriptedModel(
+        [
+            [
+                function_call("ad_up", {"a": 1}, call_id="invented"),
+                function_call("plus", {"a": 1}, call_id="alias"),
+                function_call("weather", {"city": "Oslo"}, call_id="inactive"),
+                function_call("add_up", {"a": 1}, call_id="real"),
+            ],
+            [assistant_message("done")],
+        ]
+    )
+    agent = Agent(name="calc", model=model, tools=function_tools(rt))
+    result = await Runner.run(agent, "add", run_config=config(rt))
+    assert result.final_output == "done"
+    seen = outputs(model)
+    assert seen["invented"] == snapshot(
+        "There is no tool named `ad_up`. Did you mean `add_up`? More tools can be found with tool_search."
+    )
+    assert seen["alias"] == "Tool 'plus' not found."  # it resolves: the SDK's own text
+    assert seen["inactive"] == snapshot(
+        'The tool `weather` is not loaded yet. Call tool_search with query "select:weather" first, then call `weather` again.'
+    )
+    assert seen["real"] == "2"
+    assert hooked and set(hooked) == {"real"}  # the hook counts; only the real call's ran
     await rt.aclose()
 
 

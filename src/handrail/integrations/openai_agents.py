@@ -21,11 +21,17 @@ openai-agents:
   approved call is answered statelessly (`approval=`), so a run restored with
   `RunState.from_string` into a new `Runtime`, in a new process, runs it exactly once, and
   nothing is left pending in the runtime. The SDK has no edit: `Edits.edit(item, arguments)`
-  (or `Edits.allow_always(item)`) before `state.approve(item)` gives handrail that answer;
+  (or `Edits.allow_always(item)`) before `state.approve(item)` gives handrail that answer
+  (kept in memory: record it in the process that resumes the run). A call that did not ask
+  when it was checked but asks when it runs (a hook changed its mind) cannot pause any more:
+  it does not run, and the model is told to ask the user;
 - every result, failures included, is returned as the tool's output: handrail's text byte for
   byte (the function_call_output carries no error flag to lose); images and PDFs go as the
   SDK's image and file outputs. The tool never raises, so the SDK's generic "An error
-  occurred" text never replaces handrail's. `result_artifact(result)` is the output item's
+  occurred" text never replaces handrail's: even a failure inside the adapter or the runtime
+  (a tool's own `permission_requests` raising, a `session` function failing) is logged and
+  reaches the model as text, and `needs_approval`, the guardrail and `is_enabled` log it and
+  give their safe answer (see each). `result_artifact(result)` is the output item's
   `custom_data["handrail"]` (error code, summary, diff) for the application;
 - `run_config()` sets `tool_not_found_behavior="return_error_to_model"`, so a tool name the
   model invents is answered instead of ending the run (`run_config(rt)` answers with
@@ -39,6 +45,10 @@ model what `Runtime.tools(session=...)` shows now (deferred tools once `tool_sea
 them, read-only tools in plan mode). Tools added to the registry later need new
 `function_tools`. Aliases are not reachable: the SDK resolves names before handrail.
 
+`ctx.host` is the SDK's context wherever handrail evaluates a call: the `ToolContext` when it
+runs and in the guardrail, the run's `RunContextWrapper` in `needs_approval` and the not-found
+formatter (the SDK gives no `ToolContext` there). Both carry the run's `.context`.
+
 Cancelling a run (the task awaiting `Runner.run`) cancels its running calls, and handrail stops
 a shell call's whole process tree. The SDK does not wait for a cancelled tool, so that stop
 finishes in the background (SIGTERM, then SIGKILL 2 s later); keep the event loop running
@@ -48,13 +58,16 @@ until it has (`Runtime.aclose` does not wait for calls in flight).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
 try:
     from agents import (
         AgentBase,
+        AgentsException,
         FunctionTool,
         FunctionToolCustomDataContext,
         RunConfig,
@@ -82,22 +95,33 @@ from .._context import host_scope
 from .._contract import Approval, ErrorCode, Interrupted, TextPart, ToolResult
 from .._tool import Tool
 from ..errors import ConfigurationError
+from ..permissions import parse_rule
 from ..providers import openai_responses_results, openai_strict_schema, undo_strict_nulls
 from ..runtime import Runtime
-from ._common import SessionArg, result_artifact, session_for
+from ._common import SessionArg, cannot_ask, result_artifact, session_for
 
 __all__ = ["Edits", "function_tools", "run_config"]
 
 ToolOutput = str | list[ToolOutputText | ToolOutputImage | ToolOutputFileContent]
 """What a handrail tool returns to openai-agents: its text, or text, images and files."""
 
+_log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Answer:
+    """An answer recorded in `Edits`, with the call it was given for as the SDK showed it."""
+
+    tool_name: str
+    arguments: str
+    approval: Approval
+
 
 class Edits:
     """Answers openai-agents cannot give: edited arguments, and "allow always" with rules.
 
-    The SDK's `state.approve(item)` only says yes. Record the richer answer here first, keyed
-    by the approval item's call id, then approve; the tool takes it when the approved call runs
-    (once: it is consumed).
+    The SDK's `state.approve(item)` only says yes. Record the richer answer here first, then
+    approve; the tool takes it when the approved call runs (once: it is consumed).
 
     ```python
     edits = Edits()
@@ -111,30 +135,51 @@ class Edits:
     ```
 
     An edited call is validated again, its pre-tool hooks run again, and the model is told the
-    user changed it. The run's transcript keeps the arguments the model wrote. An answer
-    recorded for an item that is then rejected is never taken; `clear` drops it.
+    user changed it. The run's transcript keeps the arguments the model wrote.
+
+    An answer is for the item it was recorded for: its call id, tool name and arguments as the
+    item shows them. Some model servers (and the SDK's `ScriptedModel`) reuse call ids, so an
+    answer left over (recorded for an item that was then rejected, or never resumed) must not
+    reach a later call with the same id:
+
+    - it is dropped when a call with that id is asked about again (a new item: the answer was
+      recorded before anyone saw it);
+    - it is applied only to an approved call whose tool name and raw arguments are the
+      recorded item's. Any other call with that id drops it and runs as the SDK approved it,
+      with the arguments the user was shown (the SDK's approval is for that item);
+    - after `state.reject(item)`, `edits.pop(item.call_id)` drops it at once (a rejected call
+      never reaches the tool, so the tool cannot see the rejection).
+
+    Answers live in memory, in this object: record them in the process that resumes the run
+    (a `RunState` string carries the SDK's approvals, not these). Runs that share one `Edits`
+    while paused must not share call ids (with a server that reuses ids, give each
+    conversation its own `function_tools(rt, edits=Edits())`).
     """
 
     def __init__(self) -> None:
-        self._answers: dict[str, Approval] = {}
-        self._bound = False  # given to `function_tools`: someone will take the answers
+        self._answers: dict[str, _Answer] = {}
+        self._names: set[str] = set()  # the tools given these Edits (`function_tools`)
 
     def edit(self, item: ToolApprovalItem, arguments: str | Mapping[str, Any]) -> None:
         """Run the approved call with `arguments` instead of the model's (JSON text or a dict)."""
-        self._answers[self._key(item)] = Approval.edit(arguments)
+        self._record(item, Approval.edit(arguments))
 
     def allow_always(self, item: ToolApprovalItem, rule: str | None = None) -> None:
         """Run the approved call and add handrail allow rules for the rest of the session.
 
         `rule` is the rule to add; by default, the request's narrowest rules (its
-        `allow_rules`). The SDK's own `approve(item, always_approve=True)` is a separate,
-        SDK-side rule: it pre-approves every later call of the tool in this run.
+        `allow_rules`). A malformed rule raises `ConfigurationError` here. The SDK's own
+        `approve(item, always_approve=True)` is a separate, SDK-side rule: it pre-approves
+        every later call of the tool in this run.
         """
-        self._answers[self._key(item)] = Approval.allow_always(rule)
+        if rule is not None:
+            parse_rule(rule)  # a `ConfigurationError` now, not a failure inside the run
+        self._record(item, Approval.allow_always(rule))
 
     def pop(self, call_id: str) -> Approval | None:
-        """Take the answer recorded for `call_id`, or None (what the tools do when they run)."""
-        return self._answers.pop(call_id, None)
+        """Drop the answer recorded for `call_id` and return it, or None (e.g. after a reject)."""
+        answer = self._answers.pop(call_id, None)
+        return answer.approval if answer is not None else None
 
     def clear(self) -> None:
         """Forget every answer not taken yet."""
@@ -146,17 +191,42 @@ class Edits:
     def __contains__(self, call_id: object) -> bool:
         return call_id in self._answers
 
-    def _key(self, item: ToolApprovalItem) -> str:
-        if not self._bound:
+    def _record(self, item: ToolApprovalItem, approval: Approval) -> None:
+        if not self._names:
             # Otherwise the approved call would run as the model wrote it, silently.
             raise ConfigurationError(
                 "these Edits are not used by any tools: pass them to "
                 "function_tools(rt, edits=...) before answering"
             )
-        call_id = item.call_id
+        call_id, name, arguments = item.call_id, item.tool_name, item.arguments
         if not call_id:
-            raise ConfigurationError(f"approval item for {item.tool_name!r} has no call id")
-        return call_id
+            raise ConfigurationError(f"approval item for {name!r} has no call id")
+        if name not in self._names or arguments is None:
+            raise ConfigurationError(
+                f"approval item for {name!r} is not a call of the tools these Edits were given to"
+            )
+        self._answers[call_id] = _Answer(tool_name=name, arguments=arguments, approval=approval)
+
+    def _take(self, call_id: str, tool_name: str, arguments: str) -> Approval | None:
+        """The answer for this call, if it is the recorded item's; any entry for the id goes."""
+        answer = self._answers.pop(call_id, None)
+        if answer is None:
+            return None
+        if answer.tool_name == tool_name and answer.arguments == arguments:
+            return answer.approval
+        _log.warning(
+            "handrail: the answer recorded for call %r (%s) is not for this call of %s "
+            "(another call with the same id); dropped, not applied",
+            call_id,
+            answer.tool_name,
+            tool_name,
+        )
+        return None
+
+    def _forget(self, call_id: str) -> None:
+        """A call with this id is being asked about: an answer recorded before is not its."""
+        if self._answers.pop(call_id, None) is not None:
+            _log.info("handrail: dropped the answer left over for call id %r", call_id)
 
 
 def function_tools(
@@ -193,7 +263,7 @@ def function_tools(
         straight into `Agent(tools=...)`.
     """
     if edits is not None:
-        edits._bound = True  # pyright: ignore[reportPrivateUsage]
+        edits._names.update(t.name for t in rt.registry.all())  # pyright: ignore[reportPrivateUsage]
     tools: list[SDKTool] = [
         _function_tool(rt, tool, session, strict, edits) for tool in rt.registry.all()
     ]
@@ -225,16 +295,33 @@ def _not_found_formatter(rt: Runtime, session: SessionArg) -> Any:
     async def format_error(args: ToolErrorFormatterArgs[Any]) -> str | None:
         if args.kind != "tool_not_found" or args.tool_type != "function":
             return None
-        sess = session_for(rt, session, args.run_context)
-        # Resolving the name is the first stage: an unknown or inactive tool stops there.
-        pre = await rt.check(args.tool_name, "{}", call_id=args.call_id, session=sess)
+        try:
+            sess = session_for(rt, session, args.run_context)
+            tool = rt.registry.get(args.tool_name)
+            if (
+                tool is not None
+                and rt.registry.available(tool)
+                and not (tool.deferred and tool.name not in sess.activated)
+            ):
+                # It resolves (an alias, or a tool plan mode hides): the SDK's own text, and no
+                # check, which would run the call's pre-tool hooks.
+                return None
+            # Unknown, or deferred and not activated: the check stops at its first stage
+            # (resolving the name), before any hook, with handrail's text.
+            with host_scope(args.run_context):
+                pre = await rt.check(args.tool_name, "{}", call_id=args.call_id, session=sess)
+        except AgentsException:
+            raise
+        except Exception:
+            _log.exception("handrail: answering the unknown tool %r failed", args.tool_name)
+            return None
         refusal = pre.refusal
         if refusal is not None and refusal.error in (
             ErrorCode.TOOL_NOT_FOUND,
             ErrorCode.TOOL_NOT_ACTIVATED,
         ):
             return refusal.content
-        return None  # an alias (the SDK resolves names first): the SDK's own text
+        return None
 
     return format_error
 
@@ -258,25 +345,49 @@ def _function_tool(
             )
         if isinstance(result, Interrupted):
             # Checked as "run", yet it asked (a hook changed its mind): it cannot pause now,
-            # so the model gets the "not run" text and nothing stays pending.
+            # so nothing stays pending and the model is told no decision will come.
             rt.discard(result)
+            return dataclasses.replace(result, content=cannot_ask(result), parts=())
         return result
 
     async def needs_approval(
         wrapper: RunContextWrapper[Any], params: dict[str, Any], call_id: str
     ) -> bool:
-        sess = session_for(rt, session, wrapper)
-        pre = await rt.check(name, arguments(params), call_id=call_id, session=sess)
+        try:
+            # The SDK asks only about a call not answered yet: an answer under its id is older.
+            if edits is not None:
+                edits._forget(call_id)  # pyright: ignore[reportPrivateUsage]
+            sess = session_for(rt, session, wrapper)
+            with host_scope(wrapper):
+                pre = await rt.check(name, arguments(params), call_id=call_id, session=sess)
+        except AgentsException:
+            raise
+        except Exception:
+            # False, not True: an unapproved call still goes through `rt.call`, which runs the
+            # whole pipeline (it cannot run what would ask) and gives the model text, whereas
+            # True would ask the user about a call that cannot be evaluated.
+            _log.exception("handrail: checking a call of %r failed", name)
+            return False
         # A refusal runs through `rt.call` too, which gives the model its text.
         return pre.needs_approval
 
     async def invoke(ctx: ToolContext[Any], raw: str) -> ToolOutput:
-        approval: Approval | None = None
-        if ctx.is_tool_approved(name, ctx.tool_call_id):
-            taken = edits.pop(ctx.tool_call_id) if edits is not None else None
-            approval = taken or Approval.allow_once()
-        result = await call(ctx, raw, approval)
-        results[ctx.tool_call_id] = result
+        call_id = ctx.tool_call_id
+        try:
+            # Taken whatever happens: an answer left under this id is for no other call.
+            taken = None
+            if edits is not None:
+                taken = edits._take(call_id, name, raw)  # pyright: ignore[reportPrivateUsage]
+            approval: Approval | None = None
+            if ctx.is_tool_approved(name, call_id):
+                approval = taken or Approval.allow_once()
+            result = await call(ctx, raw, approval)
+        except AgentsException:
+            raise
+        except Exception as exc:
+            _log.exception("handrail: the call of %r failed inside the adapter", name)
+            result = _failed(name, call_id, exc)
+        results[call_id] = result
         return _output(result, rt.locale)
 
     async def uninspectable(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
@@ -284,14 +395,28 @@ def _function_tool(
         # object (it skips `needs_approval` for them). handrail decides instead: unless the
         # call would ask, answer it here (malformed JSON gets INVALID_ARGS at once).
         ctx = data.context
-        raw = ctx.tool_arguments
-        if _inspectable(raw) or ctx.is_tool_approved(name, ctx.tool_call_id):
+        try:
+            status = ctx.is_tool_approved(name, ctx.tool_call_id)
+            if status is not None:
+                return ToolGuardrailFunctionOutput.allow()  # answered: the SDK's to act on
+            if edits is not None:  # not answered yet: an answer under its id is older
+                edits._forget(ctx.tool_call_id)  # pyright: ignore[reportPrivateUsage]
+            raw = ctx.tool_arguments
+            if _inspectable(raw):
+                return ToolGuardrailFunctionOutput.allow()
+            sess = session_for(rt, session, ctx)
+            with host_scope(ctx):
+                pre = await rt.check(name, arguments(raw), call_id=ctx.tool_call_id, session=sess)
+            if pre.needs_approval:
+                return ToolGuardrailFunctionOutput.allow()
+            result = await call(ctx, raw, None)
+        except AgentsException:
+            raise
+        except Exception:
+            # Allow: the call goes on to the SDK's approval (or to the tool), whose failure
+            # the model reads as text; a guardrail that raised would end the run.
+            _log.exception("handrail: the argument guardrail of %r failed", name)
             return ToolGuardrailFunctionOutput.allow()
-        sess = session_for(rt, session, ctx)
-        pre = await rt.check(name, arguments(raw), call_id=ctx.tool_call_id, session=sess)
-        if pre.needs_approval:
-            return ToolGuardrailFunctionOutput.allow()
-        result = await call(ctx, raw, None)
         return ToolGuardrailFunctionOutput.reject_content(
             result.content, output_info=result_artifact(result)
         )
@@ -301,7 +426,13 @@ def _function_tool(
         return {"handrail": result_artifact(result)} if result is not None else None
 
     def enabled(wrapper: RunContextWrapper[Any], agent: AgentBase[Any]) -> bool:
-        shown = rt.tools(session=session_for(rt, session, wrapper))
+        try:
+            shown = rt.tools(session=session_for(rt, session, wrapper))
+        except Exception:
+            # Shown: offering a tool grants nothing (every call goes through `rt.call`), and
+            # a call of it tells the model what failed; hidden, the failure would be silent.
+            _log.exception("handrail: listing the tools for %r failed", name)
+            return True
         return any(t.name == name for t in shown)
 
     # The SDK reads the invoke function's annotations on every call (`get_type_hints`, to
@@ -335,6 +466,21 @@ def _function_tool(
             return built
         schema = None  # strict off: `arguments` (a closure over it) leaves nulls as sent
     return build(copy.deepcopy(tool.parameters), False)
+
+
+def _failed(name: str, call_id: str, exc: Exception) -> ToolResult:
+    """A failure inside the adapter or the runtime, as a result the model can read."""
+    return ToolResult(
+        ok=False,
+        content=(
+            f"The tool `{name}` could not be run: the tool runtime failed internally "
+            f"({type(exc).__name__}). Try a different approach."
+        ),
+        error=ErrorCode.EXECUTION_ERROR,
+        summary=f"internal error ({type(exc).__name__})",
+        call_id=call_id,
+        tool_name=name,
+    )
 
 
 def _reject_constant(value: str) -> NoReturn:
