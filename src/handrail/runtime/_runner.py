@@ -131,7 +131,8 @@ class Runner:
                 if ctx is not None and timeout is not None:
                     ctx.deadline = time.monotonic() + timeout
             entered = True
-            held = HELD.set((*inside, Hold(gate)))
+            if tool.is_async or plan.thread:  # an inline sync tool cannot make calls of its own
+                held = HELD.set((*inside, Hold(gate)))
             if timeout is not None and task is not None:
                 assert state is not None
                 timer = asyncio.get_running_loop().call_later(timeout, _expire, state)
