@@ -17,18 +17,21 @@ pytest.importorskip("langchain")
 
 from inline_snapshot import snapshot
 from langchain.agents import create_agent
+from langchain.agents.middleware import wrap_tool_call
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, ToolRuntime, tools_condition
-from langgraph.types import Command
-from pydantic import ValidationError
+from langgraph.types import Command, interrupt
+from pydantic import Field, ValidationError
 
 from handrail import (
     Approval,
     ConfigurationError,
     ErrorCode,
+    Hook,
+    HookEvent,
     PermissionMode,
     Registry,
     Runtime,
@@ -55,10 +58,18 @@ def shell() -> RunShell:
 
 
 class ScriptedModel(GenericFakeChatModel):
-    """Plays back its messages; `bind_tools` keeps it as it is (the stock one refuses)."""
+    """Plays back its messages; `bind_tools` keeps it as it is (the stock one refuses).
+
+    `heard` keeps what it was sent, one list of messages per turn: what the model read."""
+
+    heard: list[list[BaseMessage]] = Field(default_factory=list[list[BaseMessage]])
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:  # type: ignore[override]
         return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.heard.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
 
 
 def call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
@@ -332,6 +343,187 @@ async def test_two_asks_in_one_turn_are_two_interrupts_answered_by_id(
     assert rt.pipeline.pending == {}
 
 
+class Hold:
+    """Hooks that, once armed, hold the call `later` (if it is made) until `first` has run.
+
+    The order in which a sibling's "always" answer lets `later` run without asking; a call
+    read as answered is refused or run without asking first, and is never held."""
+
+    def __init__(self, first: str, later: str) -> None:
+        self.first, self.later = first, later
+        self.armed = False
+        self.ran = asyncio.Event()
+
+    async def pre(self, event: HookEvent) -> None:
+        if self.armed and event.call_id == self.later:
+            await asyncio.wait_for(self.ran.wait(), 10)
+
+    async def post(self, event: HookEvent) -> None:
+        if event.call_id == self.first:
+            self.ran.set()
+
+    @property
+    def hooks(self) -> list[Hook]:
+        return [
+            Hook(event="pre_tool_use", func=self.pre),
+            Hook(event="post_tool_use", func=self.post),
+        ]
+
+
+@pytest.mark.parametrize(
+    ("decision", "ran", "status", "says"),
+    [
+        (
+            {"type": "reject", "message": "Not eggs."},
+            ["milk"],
+            "error",
+            "Permission denied: The user rejected this call: Not eggs. Do not retry this call "
+            "as is; choose another approach or ask the user.",
+        ),
+        (
+            {"type": "edit", "edited_action": {"name": "save", "args": {"text": "duck eggs"}}},
+            ["milk", "duck eggs"],
+            "success",
+            "saved 'duck eggs'\n\nNote: the user edited this call's arguments before approving "
+            "it; the result below is for the edited call, do not repeat the original call.",
+        ),
+    ],
+    ids=["reject", "edit"],
+)
+async def test_an_answer_holds_although_a_siblings_always_answer_lets_the_call_run(
+    notes: Callable[..., Runtime],
+    tmp_path: Path,
+    decision: dict[str, Any],
+    ran: list[str],
+    status: str,
+    says: str,
+) -> None:
+    # c1's "always" adds the rule `save` when its task runs; were c3 called after that, it
+    # would not ask. c3's answer is read before c3 is called, so it holds.
+    hold = Hold("c1", "c3")
+    rt = notes(hooks=hold.hooks)
+    chat = model([call("save", {"text": "milk"}, "c1"), call("save", {"text": "eggs"}, "c3")], "ok")
+    agent = create_agent(chat, tools=tools(rt), checkpointer=InMemorySaver())
+    out = await agent.ainvoke(ask(), config())
+    pauses = {p.value["tool_call_id"]: p.id for p in out["__interrupt__"]}
+    assert sorted(pauses) == ["c1", "c3"] and rt.pipeline.pending == {}
+    answers = {pauses["c1"]: {"type": "approve", "always": True}, pauses["c3"]: decision}
+    hold.armed = True
+    out = await agent.ainvoke(Command(resume=answers), config())
+    assert "__interrupt__" not in out
+    assert runs(tmp_path / "notes.log") == ran
+    assert rt.session.allow_rules == ["save"]  # c1's answer did add the rule
+    got = results(out["messages"])
+    assert got["c1"].content == "saved 'milk'"
+    assert (got["c3"].status, got["c3"].content) == (status, says)
+    # The model's next turn read c3's outcome, as decided.
+    assert results(chat.heard[-1])["c3"].content == says
+    assert out["messages"][-1].content == "ok"
+    assert rt.pipeline.pending == {}
+
+
+def test_sync_invoke_holds_a_reject_although_a_siblings_always_answer_lets_the_call_run(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "notes.log"
+    hold = Hold("c1", "c3")
+    rt = Runtime(Registry(notes_tools(log)), root=tmp_path, hooks=hold.hooks)
+    portal = portal_for(rt)
+    try:
+        turn = [call("save", {"text": "milk"}, "c1"), call("save", {"text": "eggs"}, "c3")]
+        agent = create_agent(model(turn, "ok"), tools=tools(rt), checkpointer=InMemorySaver())
+        out = agent.invoke(ask(), config())
+        pauses = {p.value["tool_call_id"]: p.id for p in out["__interrupt__"]}
+        assert sorted(pauses) == ["c1", "c3"] and rt.pipeline.pending == {}
+        answers = {
+            pauses["c1"]: {"type": "approve", "always": True},
+            pauses["c3"]: {"type": "reject", "message": "Not eggs."},
+        }
+        hold.armed = True
+        out = agent.invoke(Command(resume=answers), config())
+        assert runs(log) == ["milk"]
+        c3 = results(out["messages"])["c3"]
+        assert c3.status == "error" and "The user rejected this call: Not eggs." in c3.content
+        assert rt.pipeline.pending == {}
+    finally:
+        portal.run(rt.aclose())
+
+
+def one_call_graph(kind: str, chat: ScriptedModel, rt: Runtime) -> Any:
+    """create_agent (each call its own task) or a plain ToolNode (one task for the turn)."""
+    if kind == "create_agent":
+        return create_agent(chat, tools=tools(rt), checkpointer=InMemorySaver())
+    return tool_node_graph(chat, ToolNode(tools(rt)))
+
+
+@pytest.mark.parametrize("kind", ["create_agent", "tool_node"])
+async def test_a_resumed_call_reads_its_answer_before_its_hooks_run(
+    notes: Callable[..., Runtime], tmp_path: Path, kind: str
+) -> None:
+    seen: list[str] = []
+
+    def count(event: HookEvent) -> None:
+        seen.append(event.call_id)
+
+    rt = notes(hooks=[Hook(event="pre_tool_use", func=count, matcher="save")])
+    graph = one_call_graph(kind, model([call("save", {"text": "milk"}, "c1")], "done"), rt)
+    out = await graph.ainvoke(ask(), config())
+    assert out["__interrupt__"] and rt.pipeline.pending == {}
+    assert seen == ["c1"]
+    out = await graph.ainvoke(Command(resume={"type": "approve"}), config())
+    assert seen == ["c1", "c1"]  # once per pass: no second ask on resume before the answer
+    assert runs(tmp_path / "notes.log") == ["milk"]
+    assert results(out["messages"])["c1"].content == "saved 'milk'"
+    assert rt.pipeline.pending == {}
+
+
+@pytest.mark.parametrize("kind", ["create_agent", "tool_node"])
+async def test_a_reject_holds_when_a_rule_allows_the_call_by_the_resume(
+    notes: Callable[..., Runtime], tmp_path: Path, kind: str
+) -> None:
+    rt = notes()
+    graph = one_call_graph(kind, model([call("save", {"text": "milk"}, "c1")], "done"), rt)
+    out = await graph.ainvoke(ask(), config())
+    assert out["__interrupt__"] and rt.pipeline.pending == {}
+    rt.session.allow_rules.append("save")  # meanwhile: the call would not ask any more
+    out = await graph.ainvoke(Command(resume={"type": "reject"}), config())
+    assert runs(tmp_path / "notes.log") == []
+    assert results(out["messages"])["c1"].artifact["error"] == "PERMISSION_DENIED"
+    assert rt.pipeline.pending == {}
+
+
+async def test_an_answer_to_another_interrupt_of_the_task_is_not_taken_for_the_calls(
+    notes: Callable[..., Runtime], tmp_path: Path
+) -> None:
+    # A tool-call middleware that asks its own question first: on resume its answer waits in
+    # the call's task, but not for the call. The call then asks as usual, with its request.
+    @wrap_tool_call
+    async def budget(request: Any, handler: Any) -> Any:
+        assert interrupt({"type": "budget"}) == "fine"
+        return await handler(request)
+
+    rt = notes()
+    agent = create_agent(
+        model([call("save", {"text": "milk"}, "c1")], "done"),
+        tools=tools(rt),
+        middleware=[budget],
+        checkpointer=InMemorySaver(),
+    )
+    out = await agent.ainvoke(ask(), config())
+    [pause] = out["__interrupt__"]
+    assert pause.value == {"type": "budget"}
+    out = await agent.ainvoke(Command(resume={pause.id: "fine"}), config())
+    [pause] = out["__interrupt__"]
+    assert pause.value["type"] == "tool_approval" and pause.value["reason"]
+    assert runs(tmp_path / "notes.log") == [] and rt.pipeline.pending == {}
+    answer = {"type": "reject", "message": "No."}
+    out = await agent.ainvoke(Command(resume={pause.id: answer}), config())
+    assert "__interrupt__" not in out
+    assert runs(tmp_path / "notes.log") == []
+    assert "The user rejected this call: No." in results(out["messages"])["c1"].content
+    assert rt.pipeline.pending == {}
+
+
 async def test_a_fresh_runtime_resumes_from_the_checkpoint_exactly_once(
     tmp_path: Path, runtimes: list[Runtime]
 ) -> None:
@@ -369,12 +561,19 @@ async def test_an_invalid_answer_is_refused_and_can_be_given_again(
     bad = [
         {"type": "maybe"},
         {"type": "edit", "edited_action": {"name": "add", "args": {"a": 1, "b": 2}}},
+        {"type": "edit", "edited_action": {"name": "save", "args": "x"}},
+        # `to_approval` (and the runtime) would refuse this rule: the schema refuses it first.
         {"type": "approve", "rule": "save("},
+        {"type": "approve", "rule": 5},
+        {"type": "respond"},
     ]
     for answer in bad:
         with pytest.raises(ValidationError):
             await agent.ainvoke(Command(resume=answer), config())
         assert runs(tmp_path / "notes.log") == [] and rt.pipeline.pending == {}
+        # Nothing was saved: the call still waits for its answer.
+        [waiting] = (await agent.aget_state(config())).interrupts
+        assert waiting.value["tool_call_id"] == "c1"
     out = await agent.ainvoke(Command(resume={"type": "approve"}), config())
     assert runs(tmp_path / "notes.log") == ["milk"]
     assert results(out["messages"])["c1"].content == "saved 'milk'"
@@ -419,15 +618,28 @@ async def test_where_nobody_can_be_asked_the_call_is_refused_with_the_rule(
         checkpointer=InMemorySaver(),
     )
     out = await agent.ainvoke(ask(), config())
-    assert 'set up with on_ask="error"' in results(out["messages"])["c2"].content
+    said = [str(msg.content), str(results(out["messages"])["c2"].content)]
+    assert 'set up with on_ask="error"' in said[-1]
     # Outside any graph: LangChain's own shapes (text, or an error ToolMessage for a tool call).
     by_name = {t.name: t for t in tools(rt)}
     assert await by_name["add"].ainvoke({"a": 1, "b": 2}) == "3"
     msg = await by_name["save"].ainvoke(call("save", {"text": "milk"}, "c3"))
     assert isinstance(msg, ToolMessage) and msg.status == "error"
     assert "runs outside a LangGraph graph" in msg.content
+    said.append(str(msg.content))
+    # No decision will come: the model is told what to do instead, never to wait for one.
+    for text in said:
+        assert "Wait for the user's decision" not in text
+        assert text.endswith(
+            "Do not retry this call as is; choose another approach or ask the user."
+        )
+    zh = notes(locale="zh")
+    msg = await {t.name: t for t in tools(zh)}["save"].ainvoke(call("save", {"text": "x"}, "c4"))
+    assert (
+        msg.status == "error" and "请等待" not in msg.content and "允许规则 `save`" in msg.content
+    )
     assert runs(tmp_path / "notes.log") == []
-    assert rt.pipeline.pending == {}
+    assert rt.pipeline.pending == {} and zh.pipeline.pending == {}
 
 
 def test_to_approval_maps_every_decision() -> None:
@@ -691,10 +903,13 @@ def tool_node_graph(chat: ScriptedModel, node: ToolNode) -> Any:
 async def test_a_plain_tool_node_runs_the_siblings_of_an_ask_again_on_resume(
     tmp_path: Path, runtimes: list[Runtime]
 ) -> None:
-    # adapters.md §3.2: a plain ToolNode runs a turn's calls in one node with asyncio.gather;
-    # an interrupt ends the node, and resuming runs the whole node again. handrail's gate does
+    # adapters.md §3.2: a plain ToolNode runs a turn's calls in one task with asyncio.gather;
+    # an interrupt ends the task, and resuming runs the whole task again. handrail's gate does
     # not change that (it orders calls, it cannot undo one), so a sibling that already ran
-    # runs twice. create_agent sends each call as its own task: the sibling runs once.
+    # runs twice. And with two calls in the task, an answer waiting there cannot be told to be
+    # the asking call's before it asks: that call asks again, then reads its answer (the
+    # answer-first read is for tasks that run one call). create_agent sends each call as its
+    # own task: the sibling runs once, and the asking call reads its answer first.
     log = tmp_path / "notes.log"
     started: list[str] = []
     finished: list[str] = []

@@ -20,22 +20,34 @@ A call that would ask becomes a LangGraph `interrupt` in the per-call shape of L
 `suggested_rules` and `allow_rules`, and the answer is one decision (`approve`, `edit`,
 `reject`, `respond`; see `to_approval`), checked by LangGraph against the interrupt's
 `response_schema` before it is saved. When the run resumes, LangGraph runs the tool again
-from the start: the call asks again (its pre-tool hooks run again), `interrupt()` now returns
-the decision, and the call is made with that answer (`Runtime.call(..., approval=...)`), so a
-run resumed in a new process with a new `Runtime` runs it exactly once. The runtime never
-keeps an ask pending. Without a checkpointer (an interrupt could not be resumed), outside a
-graph, or with `on_ask="error"`, the call is refused with the allow rule that would let it run.
+from the start, and the answer is read first: the call is made once, with that answer
+(`Runtime.call(..., approval=...)`), without asking again first (so on resume its pre-tool
+hooks run once, when an approved call runs, and not for a rejected one). The answer holds
+whatever the call would do now: a rejected call stays rejected, and an edited one runs the
+edited arguments, even if by then it would not ask (a sibling's `"always": true` answer
+added a rule that allows it, or the mode changed). A run resumed in a new process with a new
+`Runtime` runs it exactly once. The runtime never keeps an ask pending. Without a
+checkpointer (an interrupt could not be resumed), outside a graph, or with `on_ask="error"`,
+the call is refused with the allow rule that would let it run.
 
 Invariants: nothing raises out of a tool but LangGraph's own signals (the interrupt, and an
 invalid answer, which LangGraph refuses so it can be given again); the session gate keeps a
 session's unsafe calls apart although `create_agent` runs a turn's calls together; the call's
-`ToolRuntime` is `ToolContext.host` inside a handrail tool. Use `create_agent` rather than a
-plain `ToolNode` for tools that may ask: a plain `ToolNode` runs a turn's calls in one node,
-so on resume it runs again the calls that did not ask.
+`ToolRuntime` is `ToolContext.host` inside a handrail tool.
+
+Use `create_agent` rather than a plain `ToolNode` for tools that may ask. `create_agent` runs
+each call as its own task, so an answer is always that call's own. A plain `ToolNode` runs a
+turn's calls in one task: on resume it runs again the calls that did not ask, and when the
+task holds several calls it cannot tell whose answer is whose before they ask, so each call
+asks again first and reads its answer only if it still asks (a call that no longer asks
+runs, whatever its answer was). A plain `ToolNode` with one call per turn works as
+`create_agent` does. Likewise, a tool-call middleware that itself interrupts after the tool
+has run would have its answer read as the tool's.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, NotRequired, cast
@@ -52,9 +64,10 @@ from ..runtime import Runtime
 from ._common import SessionArg, approval_payload, portal_for, result_artifact, session_for
 
 try:
-    from langchain_core.messages import ToolMessage
+    from langchain_core.messages import AIMessage, ToolMessage
     from langchain_core.tools import BaseTool, StructuredTool, ToolException
     from langgraph.constants import CONFIG_KEY_CHECKPOINTER
+    from langgraph.errors import GraphInterrupt
     from langgraph.prebuilt import ToolRuntime
     from langgraph.types import interrupt
     from typing_extensions import TypedDict  # pydantic needs it for TypedDicts before 3.12
@@ -63,6 +76,23 @@ except ImportError as _import_error:  # pragma: no cover - the extra is installe
         "handrail.integrations.langchain needs LangChain and LangGraph: "
         'pip install "handrail[langchain]"'
     ) from _import_error
+
+
+def _private(name: str, fallback: str) -> str:
+    """One of LangGraph's private constants (langgraph<2 is pinned); `fallback` if it moved."""
+    try:
+        value: object = getattr(importlib.import_module("langgraph._internal._constants"), name)
+    except (ImportError, AttributeError):  # pragma: no cover - a later LangGraph
+        return fallback
+    return value if isinstance(value, str) else fallback
+
+
+_SCRATCHPAD = _private("CONFIG_KEY_SCRATCHPAD", "__pregel_scratchpad")
+"""Where `interrupt()` finds the task's resume values, in a task's `configurable`."""
+_PUSH = _private("PUSH", "__pregel_push")
+"""The first item of `langgraph_path` for a task sent with `Send` (`create_agent`'s calls)."""
+_PULL = _private("PULL", "__pregel_pull")
+"""The first item of `langgraph_path` for a node's task (a plain `ToolNode`)."""
 
 __all__ = ["OnAsk", "to_approval", "tools"]
 
@@ -81,6 +111,7 @@ _CATALOG = {
         "outside_graph": "runs outside a LangGraph graph, where nothing can be interrupted",
         "error_mode": 'was set up with on_ask="error"',
         "unreadable": "The approval answer could not be read ({detail}).",
+        "not_asked": "`{name}` waits for an approval that this agent cannot ask for",
     },
     "zh": {
         "rejected": "用户拒绝了这个调用:{message}",
@@ -93,6 +124,7 @@ _CATALOG = {
         "outside_graph": "在 LangGraph 图之外运行,无法中断",
         "error_mode": '设置了 on_ask="error"',
         "unreadable": "无法读取批准答复({detail})。",
+        "not_asked": "`{name}` 在等待一个这个智能体无法请求的批准",
     },
 }
 
@@ -276,10 +308,13 @@ class _Binding:
     ) -> ToolMessage | str:
         runtime, args = _split(_lc_runtime, args)
         call_id, sess, why = self._setup(runtime)
-        r = await self._first(args, runtime, call_id, sess, why)
-        if isinstance(r, Interrupted):
+        approval = self._answer_first(runtime, why)
+        if approval is None:
+            r = await self._first(args, runtime, call_id, sess, why)
+            if not isinstance(r, Interrupted):
+                return self._message(r, call_id)
             approval = self._decide(r, runtime)
-            r = await self._answered(args, runtime, call_id, sess, approval)
+        r = await self._answered(args, runtime, call_id, sess, approval)
         return self._message(r, call_id)
 
     def call(
@@ -291,10 +326,13 @@ class _Binding:
         runtime, args = _split(_lc_runtime, args)
         call_id, sess, why = self._setup(runtime)
         portal = portal_for(self.rt)
-        r = portal.run(self._first(args, runtime, call_id, sess, why))
-        if isinstance(r, Interrupted):
+        approval = self._answer_first(runtime, why)
+        if approval is None:
+            r = portal.run(self._first(args, runtime, call_id, sess, why))
+            if not isinstance(r, Interrupted):
+                return self._message(r, call_id)
             approval = self._decide(r, runtime)
-            r = portal.run(self._answered(args, runtime, call_id, sess, approval))
+        r = portal.run(self._answered(args, runtime, call_id, sess, approval))
         return self._message(r, call_id)
 
     def _setup(self, runtime: ToolRuntime[Any, Any] | None) -> tuple[str | None, Session, str]:
@@ -325,28 +363,59 @@ class _Binding:
             r = await rt.call(self.name, args, call_id=call_id, session=sess)
             if not isinstance(r, Interrupted):
                 return r
+            # Asked through LangGraph, answered statelessly: nothing waits in the runtime, so
+            # an interrupt (or a restart) leaves nothing behind, and another thread's call
+            # with the same id cannot be answered by mistake.
+            rt.discard(r)
             request = r.approval
-            if why or request is None:
-                # Nobody can be asked: refused, with the rule that would let it run.
-                reason = r.content
-                if request is not None:
-                    rules = " + ".join(f"`{x}`" for x in rules_to_allow(request))
-                    reason = render(
-                        _CATALOG,
-                        rt.locale,
-                        "cannot_ask",
-                        name=request.tool_name,
-                        reason=request.reason.rstrip("."),
-                        why=render(_CATALOG, rt.locale, why or "outside_graph"),
-                        rule=rules,
-                    )
-                source = request.source if request is not None else "mode"
-                return await rt.resume(r, Approval.deny(reason, source=source))
-        # Asked through LangGraph, answered statelessly: nothing waits in the runtime, so an
-        # interrupt (or a restart) leaves nothing behind, and another thread's call with the
-        # same id cannot be answered by mistake.
-        rt.discard(r)
-        return r
+            if request is not None and not why:
+                return r
+            # Nobody can be asked: refused (the model reads a denial and what to do instead,
+            # not "wait for the user's decision": none will come), with the rule that would
+            # let it run. The denial is an answer given with the call, so it cannot miss.
+            if request is None:  # not its own ask (`Runtime.call` gives none such)
+                reason = render(_CATALOG, rt.locale, "not_asked", name=r.tool_name)
+                source = "mode"
+            else:
+                reason = render(
+                    _CATALOG,
+                    rt.locale,
+                    "cannot_ask",
+                    name=request.tool_name,
+                    reason=request.reason.rstrip("."),
+                    why=render(_CATALOG, rt.locale, why),
+                    rule=" + ".join(f"`{x}`" for x in rules_to_allow(request)),
+                )
+                source = request.source
+            deny = Approval.deny(reason, source=source)
+            return await rt.call(self.name, args, call_id=call_id, session=sess, approval=deny)
+
+    def _answer_first(self, runtime: ToolRuntime[Any, Any] | None, why: str) -> Approval | None:
+        """The answer LangGraph holds for this call, read before the call is made; else None.
+
+        On resume the answer must be read before `Runtime.call`: by now the call may not ask
+        (a sibling's "always" answer, a new mode), and it would run although it was rejected
+        or edited. So where an answer waits for this call alone (`_answer_waits`), it is read
+        first, and the call is made once with it. `interrupt()` returns it at once; if it
+        finds none after all (the answer was another interrupt's of this task), the call goes
+        the usual way: it asks, and that interrupt is the one shown (same id, same index).
+        """
+        if why or runtime is None or not _answer_waits(runtime):
+            return None
+        try:
+            decision = interrupt(
+                {"type": "tool_approval", "tool_call_id": runtime.tool_call_id, "name": self.name},
+                response_schema=self.schema,
+            )
+        except GraphInterrupt:
+            return None
+        return self._approval(decision)
+
+    def _approval(self, decision: Any) -> Approval:
+        try:
+            return to_approval(decision, locale=self.rt.locale)
+        except ConfigurationError as exc:  # cannot happen once LangGraph checked it
+            return Approval.deny(render(_CATALOG, self.rt.locale, "unreadable", detail=exc))
 
     def _decide(self, r: Interrupted, runtime: ToolRuntime[Any, Any] | None) -> Approval:
         """Pause the graph with the ask (first pass), or read the answer (on resume)."""
@@ -363,11 +432,7 @@ class _Binding:
             "description": description,
             **payload,
         }
-        decision = interrupt(value, response_schema=self.schema)
-        try:
-            return to_approval(decision, locale=self.rt.locale)
-        except ConfigurationError as exc:  # cannot happen once LangGraph checked it
-            return Approval.deny(render(_CATALOG, self.rt.locale, "unreadable", detail=exc))
+        return self._approval(interrupt(value, response_schema=self.schema))
 
     async def _answered(
         self,
@@ -409,6 +474,37 @@ for _method in (_Binding.acall, _Binding.call):
     }
 for _method in (_HandrailTool._run, _HandrailTool._arun):  # pyright: ignore[reportPrivateUsage]
     _method.__annotations__ = {"args": Any, "kwargs": Any, "return": Any}
+
+
+def _answer_waits(runtime: ToolRuntime[Any, Any]) -> bool:
+    """Does LangGraph hold an answer for this call's ask, read by the next `interrupt()`?
+
+    True when the task that runs this call holds a resume value (`interrupt()` would return
+    it rather than pause), and the task runs this one call, so the answer is this call's:
+    `create_agent` sends each tool call as its own task (a push task), and a `ToolNode` task
+    (a pull task) runs the calls of the latest `AIMessage`, here only this one. A task that
+    runs several calls cannot tell whose answer is whose before they ask: False, and the
+    call asks again first. Reads LangGraph's private scratchpad (`interrupt()` reads the
+    same): anything unexpected is False, the way calls went before.
+    """
+    try:
+        conf = runtime.config
+        pad: Any = conf.get("configurable", {})[_SCRATCHPAD]
+        if not pad.resume and pad.get_null_resume(False) is None:
+            return False
+        path: Any = conf.get("metadata", {}).get("langgraph_path")
+        if path[0] == _PUSH:
+            return True
+        if path[0] != _PULL:
+            return False
+        state: Any = runtime.state
+        messages = cast(
+            "list[Any]", state["messages"] if isinstance(state, Mapping) else state.messages
+        )
+        latest = next(m for m in reversed(messages) if isinstance(m, AIMessage))
+        return [c.get("id") for c in latest.tool_calls] == [runtime.tool_call_id]
+    except Exception:
+        return False
 
 
 def _split(
