@@ -199,3 +199,26 @@ async def test_a_call_that_cannot_be_asked_about_says_what_to_do(tmp_path: Path)
     assert cannot_ask(r) == snapshot(
         "Not run: `write_file` needs the user's approval (`write_file` can change things), which cannot be asked for at this point. Ask the user in your reply, or do something else."
     )
+
+
+@pytest.mark.parametrize(
+    ("module", "framework", "extra"),
+    [
+        ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
+        ("openai_agents", "agents", "openai-agents"),
+        ("langchain", "langchain_core", "langchain"),
+    ],
+)
+def test_a_missing_framework_names_the_extra_to_install(
+    module: str, framework: str, extra: str
+) -> None:
+    # A fresh interpreter in which the framework cannot be imported (None in sys.modules).
+    code = (
+        f"import sys; sys.modules[{framework!r}] = None\n"
+        "try:\n"
+        f"    import handrail.integrations.{module}\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert f'pip install "handrail[{extra}]"' in out.stdout
