@@ -350,3 +350,35 @@ async def test_a_read_only_flag_that_raises_counts_as_not_read_only(tmp_path: Pa
     r = await rt.call("probe")
     assert isinstance(r, Interrupted)
     rt.discard(r)
+
+
+async def test_an_approval_cannot_reach_a_hidden_secret_or_write_outside_the_roots(
+    tmp_path: Path,
+) -> None:
+    # The attacker's aim: a framework's approval (or an edit smuggled into one) that lifts the
+    # refusals no user answer may lift. Canaries show nothing was read or written.
+    root = tmp_path / "work"
+    root.mkdir()
+    secrets = root / "vault"
+    secrets.mkdir()
+    (secrets / "key.txt").write_text("CANARY-7f3a9\n")
+    outside = tmp_path / "outside.txt"
+    rt = Runtime(Registry(coding_tools()), root=root, hidden_paths=[secrets])
+    for approval in (Approval.allow_once(), Approval.allow_always("read_file")):
+        r = await rt.call("read_file", {"file_path": "vault/key.txt"}, approval=approval)
+        assert r.error is ErrorCode.OUTSIDE_READ_ROOTS  # a protected secret location
+        assert "CANARY" not in r.content
+    edit = Approval.edit({"file_path": "vault/key.txt"})
+    r = await rt.call("read_file", {"file_path": "README.md"}, approval=edit)
+    assert not r.ok and "CANARY" not in r.content
+    r = await rt.call(
+        "write_file",
+        {"file_path": str(outside), "content": "pwned"},
+        approval=Approval.allow_always(),
+    )
+    assert r.error is ErrorCode.OUTSIDE_WRITE_ROOTS
+    assert not outside.exists()
+    found = await rt.check("read_file", {"file_path": "vault/key.txt"})
+    assert found.verdict == "refuse"
+    assert found.refusal is not None and "CANARY" not in found.refusal.content
+    await rt.aclose()
