@@ -51,6 +51,8 @@ def test_error_codes_are_stable() -> None:
             "HTTP_ERROR",
             "SANDBOX_UNAVAILABLE",
             "REPEATED_CALL",
+            "SESSION_LOST",
+            "BACKEND_UNAVAILABLE",
         ]
     )
 

@@ -7,9 +7,10 @@ streaming), and hands back one uniform `ToolResult`, whatever happened.
 Layers (imports flow one way; pyproject.toml's import-linter contract checks this order):
 `_atomic` (crash-safe file replacement) -> `_i18n` (sentence lookup) -> `_contract` (values)
 -> `display` (how a call looks, as data) -> `errors` -> `validation` -> `_context` -> `_tool`
--> `_registry` -> `permissions` -> `sandbox` -> `runtime` -> `builtin` -> `providers` -> `mcp`
-and `integrations` (side by side: handrail inside pydantic-ai, openai-agents and LangChain,
-each adapter importing only its own framework) -> `agent` (with the terminal UI in
+-> `_registry` -> `permissions` -> `sandbox` -> `runtime` -> `builtin` -> `providers` -> `mcp`,
+`integrations` (handrail inside pydantic-ai, openai-agents and LangChain, each adapter
+importing only its own framework) and `ray` (session hosts on a Ray cluster), side by side
+-> `agent` (with the terminal UI in
 `agent._terminal`) -> `_cli`; `testing` (the scripted model server) stands alone.
 """
 

@@ -127,6 +127,12 @@ class ErrorCode(enum.StrEnum):
     """No OS sandbox is available and the configuration refuses to run without one."""
     REPEATED_CALL = "REPEATED_CALL"
     """An agent loop refused the call: the same call, same arguments, came too often in a row."""
+    SESSION_LOST = "SESSION_LOST"
+    """The remote session is gone (its host or node died, or it expired); every later call of
+    it answers the same. `metadata["executed"]` says whether this call may have run."""
+    BACKEND_UNAVAILABLE = "BACKEND_UNAVAILABLE"
+    """The remote backend could not take the call (the pool is full, the host did not answer
+    in time); the session may still work. `metadata["executed"]` says whether it may have run."""
 
 
 class ToolKind(enum.StrEnum):

@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from .._context import Session, StateUpdate, ToolContext
-from .._contract import ErrorCode, ProgressEvent, TextPart, ToolCall, ToolResult, make_result
+from .._contract import (
+    ErrorCode,
+    ProgressEvent,
+    TextPart,
+    ToolCall,
+    ToolKind,
+    ToolResult,
+    make_result,
+)
 from .._tool import Tool
 from ..errors import ToolFailure
 from ..permissions import Hook, Settings
@@ -70,6 +78,10 @@ class Runner:
             str, RunState | tuple[asyncio.Task[Any] | None, ToolContext | None]
         ] = {}
         self._stops: dict[str, RunState] = {}
+        self.command_slots: asyncio.Semaphore | None = None
+        """Slots shared by runtimes (a host's many sessions): a call of an execute tool that is
+        not read-only for its input holds one while it runs, so a few heavy commands cannot
+        starve the rest. None: no cap."""
 
     def cancel(self, call_id: str, reason: str) -> bool:
         """Cancel a running call; its result becomes CANCELLED. False if it is not running."""
@@ -121,6 +133,7 @@ class Runner:
         else:
             shared = plan.safe if plan.safe is not None else _safe(tool, p.args)
         entered = False
+        slot: asyncio.Semaphore | None = None
         held: Token[tuple[Hold, ...]] | None = None
         try:
             inside = HELD.get()
@@ -131,6 +144,13 @@ class Runner:
                 if ctx is not None and timeout is not None:
                     ctx.deadline = time.monotonic() + timeout
             entered = True
+            slots = self.command_slots
+            if slots is not None and tool.kind is ToolKind.EXECUTE and not _read_only(tool, p.args):
+                # Waiting for a slot is not running either: the time limit starts after it.
+                await slots.acquire()
+                slot = slots
+                if ctx is not None and timeout is not None:
+                    ctx.deadline = time.monotonic() + timeout
             if tool.is_async or plan.thread:  # an inline sync tool cannot make calls of its own
                 held = HELD.set((*inside, Hold(gate)))
             if timeout is not None and task is not None:
@@ -163,6 +183,8 @@ class Runner:
                 timer.cancel()
             if running.get(call.id) is mine:
                 del running[call.id]
+            if slot is not None:
+                slot.release()
             if entered:
                 gate.leave(shared)
             if held is not None:
@@ -280,6 +302,13 @@ def _safe(tool: Tool, args: Any) -> bool:
         return tool.is_concurrency_safe(args)
     except Exception:  # a flag function that fails: fail closed, run alone
         logger.exception("concurrency_safe of %s raised", tool.name)
+        return False
+
+
+def _read_only(tool: Tool, args: Any) -> bool:
+    try:
+        return tool.is_read_only(args)
+    except Exception:  # fail closed: the call takes a slot
         return False
 
 

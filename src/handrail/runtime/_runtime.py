@@ -9,6 +9,7 @@ and batch `resume` go through a `StreamingExecutor` (`_executor.py`) driving the
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -96,6 +97,10 @@ class Runtime:
             locations and the settings' `hidden_paths` (`~` expanded, relative to `root`).
             No call may read, list, search or write inside them, whatever the roots, rules
             or mode, and the shell's sandbox hides them.
+        command_slots: A semaphore shared with other runtimes (many sessions in one host
+            process): a call of an execute tool that is not read-only for its input (a
+            command that may be heavy) holds a slot while it runs; its time limit starts
+            once it has one. Size it to the cores the process may use. Default: no cap.
 
     The settings above (`registry`, `policy`, `hooks`, `approver`, `locale`, `cwd`, ...) are
     attributes too, and a host may set them later (an `approver`, an `on_progress`): they live
@@ -125,6 +130,7 @@ class Runtime:
         max_concurrency: int = 10,
         on_progress: ProgressFunc | None = None,
         hidden_paths: Iterable[str | Path] = (),
+        command_slots: asyncio.Semaphore | None = None,
     ) -> None:
         self.root = (
             Path(resolve_path(str(root), Path.cwd())) if root is not None else Path.cwd().resolve()
@@ -180,6 +186,7 @@ class Runtime:
             hidden_paths=_hidden_paths((*settings.hidden_paths, *hidden_paths), base=self.root),
         )
         # The pipeline's own methods, bound once: `call` reaches them with no extra hop.
+        pipeline.command_slots = command_slots
         self.prepare = pipeline.prepare
         """Stages 1-3 of one call (`Pipeline.prepare`): the prepared call, or its result."""
         self.proceed = pipeline.proceed

@@ -1,0 +1,568 @@
+"""The client side: `RemoteRuntime`, one session on a host, with the surface of `Runtime`.
+
+Every call ends as a `ToolResult`. A dead host or node is `SESSION_LOST` (the session is
+marked lost and every later call answers the same at once); a host that cannot take or finish
+a call is `BACKEND_UNAVAILABLE`. Only calls of tools that are read-only and concurrency-safe
+whatever their input are ever sent twice, and only after `BACKEND_UNAVAILABLE` with
+`executed: "no"`.
+
+Deadlines: each call is awaited for the tool's own time limit plus a margin (the host stops the
+tool at its limit; the margin covers the trip). Past that, the client asks the host to cancel
+the call (its result becomes CANCELLED) and waits a grace period; a host that answers neither
+the call nor a ping through Ray is stuck and is ended, so nothing waits forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import replace
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._context import PermissionMode, Session
+from .._contract import (
+    Approval,
+    ErrorCode,
+    Interrupted,
+    Preflight,
+    ProgressEvent,
+    ToolCall,
+    ToolKind,
+    ToolResult,
+)
+from .._registry import Registry
+from .._tool import Tool
+from ..errors import ConfigurationError
+from ..runtime import Batch
+from . import _failures
+from ._host import ToolSpec
+from ._wire import END, ERROR, ITEM, Channel, ChannelClosed
+
+if TYPE_CHECKING:
+    from ._pool import HostLink
+
+__all__ = ["RemoteBatch", "RemoteRuntime", "RemoteStream"]
+
+DEFAULT_BACKSTOP = 3600.0
+"""Seconds a call with no time limit of its own may take before the client steps in."""
+
+
+def _never_run_here(args: Any) -> Any:
+    raise ConfigurationError("a remote session's tools run in its host, not here")
+
+
+def _undecided(args: Any) -> bool:
+    return False  # decided in the host; here, fail closed
+
+
+def stand_in(spec: ToolSpec) -> Tool:
+    """A local tool with the remote one's name, schema, notes and flags; it cannot run.
+
+    For provider formats and tool lists.
+    """
+    return Tool.from_json_schema(
+        spec.name,
+        spec.description,
+        spec.parameters,
+        _never_run_here,
+        aliases=spec.aliases,
+        usage=spec.usage,
+        kind=ToolKind(spec.kind),
+        read_only=_undecided if spec.read_only is None else spec.read_only,
+        concurrency_safe=_undecided if spec.concurrency_safe is None else spec.concurrency_safe,
+        destructive=True if spec.destructive is None else spec.destructive,
+        timeout=spec.timeout,
+        providers=spec.providers,
+        deferred=spec.deferred,
+        output_schema=spec.output_schema,
+    )
+
+
+class RemoteBatch(Batch):
+    """A batch run in a host: results in request order; resume through the `RemoteRuntime`."""
+
+    async def resume(  # pyright: ignore[reportIncompatibleMethodOverride]
+        self,
+        runtime: RemoteRuntime,
+        answers: Mapping[str, Approval],
+        *,
+        session: Session | None = None,
+    ) -> Batch:
+        """Continue in the host: answered calls carry on, finished calls keep their results."""
+        return await runtime.resume(self, answers)
+
+
+class RemoteRuntime:
+    """One session in a session host, used like a `Runtime` (made by `SessionPool.open`).
+
+    Differences from `Runtime`: one session per object (no `session=` arguments); `tools()`
+    and `usage_notes()` come from stand-ins built from the host's tool data, kept in step
+    with the session's mode and activated tools; `take_notices()` is a coroutine; an inline
+    `approver` cannot cross processes, so calls that need approval end as `Interrupted` and
+    `resume` (or `call(..., approval=...)`) answers them in the host.
+    """
+
+    def __init__(
+        self,
+        *,
+        link: HostLink | None,
+        session_id: str,
+        info: Mapping[str, Any] | None,
+        margin: float,
+        on_close: Callable[[RemoteRuntime], None] | None = None,
+        failure: ToolResult | None = None,
+    ) -> None:
+        self._link = link
+        self.session_id = session_id
+        """The session's id (the same in the host)."""
+        info = info or {}
+        self.root: str = info.get("root", "")
+        """The workspace root, a path on the host's node."""
+        self.locale: str = info.get("locale", "en")
+        self.default_timeout: float | None = info.get("default_timeout")
+        specs: list[ToolSpec] = list(info.get("tools", ()))
+        # The search over deferred tools is the registry's own: the local one offers the same.
+        self.registry = Registry([stand_in(s) for s in specs if s.name != "tool_search"])
+        """Stand-ins of the session's tools (for provider formats; they do not run)."""
+        self._specs = {s.name: s for s in specs}
+        for s in specs:
+            for alias in s.aliases:
+                self._specs.setdefault(alias, s)
+        self.session = Session(id=session_id)
+        """A copy of the session's mode and activated tools (the real one is in the host)."""
+        self._apply_state(info.get("state"))
+        self._margin = margin
+        self._on_close = on_close
+        self._ids = itertools.count(1)
+        self._running: set[str] = set()
+        self._lost: ToolResult | None = failure
+        self._closed = False
+
+    # -- state -------------------------------------------------------------------------------
+
+    @property
+    def host(self) -> int | None:
+        """The index of the host holding the session."""
+        return self._link.index if self._link is not None else None
+
+    @property
+    def node_id(self) -> str | None:
+        """The Ray node the session runs on."""
+        return self._link.node_id if self._link is not None else None
+
+    @property
+    def lost(self) -> ToolResult | None:
+        """Why the session can no longer run calls, or None while it works.
+
+        `SESSION_LOST` once its host died or it ended; `BACKEND_UNAVAILABLE` from an `open`
+        that found no room.
+        """
+        if self._lost is None and self._link is not None and self._link.dead is not None:
+            self._lost = self._link.dead
+        return self._lost
+
+    def _apply_state(self, state: Any) -> None:
+        if state:
+            mode, activated = state
+            self.session.mode = PermissionMode(mode)
+            self.session.activated = list(activated)
+
+    def _failed(self, call_id: str, name: str) -> ToolResult | None:
+        lost = self.lost
+        if lost is None:
+            return None
+        meta = {**lost.metadata, "executed": "no"}
+        return replace(lost, call_id=call_id, tool_name=name, metadata=meta)
+
+    def _backstop(self, name: str) -> float:
+        spec = self._specs.get(name)
+        limit = spec.timeout if spec is not None and spec.timeout is not None else None
+        if limit is None:
+            limit = self.default_timeout
+        return (limit if limit is not None else DEFAULT_BACKSTOP) + self._margin
+
+    # -- the Runtime surface -----------------------------------------------------------------
+
+    def tools(self, *, provider: str | None = None) -> list[Tool]:
+        """The tools to show the model now (stand-ins; see `Registry.list`)."""
+        return self.registry.list(provider=provider, session=self.session)
+
+    def usage_notes(self, *, provider: str | None = None) -> str:
+        """Usage notes of the tools shown now, for the system prompt."""
+        return self.registry.usage_notes(provider=provider, session=self.session)
+
+    async def call(
+        self,
+        name: str,
+        arguments: str | bytes | Mapping[str, Any] = "{}",
+        *,
+        call_id: str | None = None,
+        approval: Approval | None = None,
+    ) -> ToolResult:
+        """Run one call in the host; always a `ToolResult` (see `Runtime.call`)."""
+        cid = call_id or f"call_{next(self._ids)}"
+        failed = self._failed(cid, name)
+        if failed is not None:
+            return failed
+        if isinstance(arguments, bytes):
+            arguments = arguments.decode("utf-8", "replace")
+        args = (self.session_id, name, arguments, cid, approval)
+        result = await self._exchange("call", args, cid, name)
+        if (
+            result.error is ErrorCode.BACKEND_UNAVAILABLE
+            and result.metadata.get("executed") == "no"
+            and self._retry_safe(name)
+            and self.lost is None
+        ):
+            result = await self._exchange("call", args, cid, name)
+        return result
+
+    def _retry_safe(self, name: str) -> bool:
+        spec = self._specs.get(name)
+        return spec is not None and spec.read_only is True and spec.concurrency_safe is True
+
+    async def _exchange(self, op: str, args: tuple[Any, ...], cid: str, name: str) -> ToolResult:
+        assert self._link is not None
+        self._running.add(cid)
+        try:
+            outcome = await self._link.exchange(
+                op,
+                args,
+                backstop=self._backstop(name),
+                cancel=(self.session_id, cid, "The call ran past its deadline."),
+                call_id=cid,
+                tool_name=name,
+                locale=self.locale,
+            )
+        finally:
+            self._running.discard(cid)
+        if isinstance(outcome, ToolResult):
+            return self._note_failure(outcome)
+        value, extra = outcome
+        self._apply_state(extra)
+        if isinstance(value, ToolResult) and value.error is ErrorCode.SESSION_LOST:
+            self._lost = self._lost or value
+        return value
+
+    def _note_failure(self, result: ToolResult) -> ToolResult:
+        if result.error is ErrorCode.SESSION_LOST and self._lost is None:
+            self._lost = result
+        return result
+
+    async def check(
+        self,
+        name: str,
+        arguments: str | bytes | Mapping[str, Any] = "{}",
+        *,
+        call_id: str = "check",
+    ) -> Preflight:
+        """Would this call run, ask, or be refused? Nothing runs (see `Runtime.check`)."""
+        if isinstance(arguments, bytes):
+            arguments = arguments.decode("utf-8", "replace")
+        call = ToolCall(id=call_id, name=name, arguments=arguments)
+        failed = self._failed(call_id, name)
+        if failed is not None:
+            return Preflight(verdict="refuse", call=call, tool_name=name, refusal=failed)
+        outcome = await self._control("check", (self.session_id, name, arguments, call_id))
+        if isinstance(outcome, ToolResult):
+            return Preflight(verdict="refuse", call=call, tool_name=name, refusal=outcome)
+        return outcome
+
+    async def _control(self, op: str, args: tuple[Any, ...]) -> Any:
+        assert self._link is not None
+        outcome = await self._link.exchange(
+            op,
+            args,
+            backstop=self._margin + 60.0,
+            cancel=None,
+            call_id="",
+            tool_name="",
+            locale=self.locale,
+        )
+        if isinstance(outcome, ToolResult):
+            return self._note_failure(outcome)
+        value, extra = outcome
+        self._apply_state(extra)
+        if isinstance(value, ToolResult) and value.error is ErrorCode.SESSION_LOST:
+            self._lost = self._lost or value
+        return value
+
+    async def call_many(self, calls: Sequence[ToolCall]) -> RemoteBatch:
+        """Run a batch in the host (its scheduler groups the calls); results in request order."""
+        failed = self._fail_all(calls)
+        if failed is not None:
+            return failed
+        backstop = max((self._backstop(c.name) for c in calls), default=self._margin)
+        assert self._link is not None
+        outcome = await self._link.exchange(
+            "call_many",
+            (self.session_id, list(calls)),
+            backstop=backstop * max(1, len(calls)),
+            cancel=None,
+            call_id="",
+            tool_name="",
+            locale=self.locale,
+        )
+        return self._batch(calls, outcome)
+
+    def _fail_all(self, calls: Sequence[ToolCall]) -> RemoteBatch | None:
+        if self.lost is None:
+            return None
+        results = [self._failed(c.id, c.name) for c in calls]
+        return RemoteBatch(calls, [r for r in results if r is not None], self.session)
+
+    def _batch(self, calls: Sequence[ToolCall], outcome: Any) -> RemoteBatch:
+        if isinstance(outcome, ToolResult):
+            self._note_failure(outcome)
+            return RemoteBatch(
+                calls,
+                [replace(outcome, call_id=c.id, tool_name=c.name) for c in calls],
+                self.session,
+            )
+        value, extra = outcome
+        self._apply_state(extra)
+        if isinstance(value, ToolResult):  # the session was gone in the host
+            self._lost = self._lost or value
+            return self._batch(calls, value)
+        got_calls, results = value
+        return RemoteBatch(got_calls, results, self.session)
+
+    def stream(self) -> RemoteStream:
+        """A streaming executor running in the host (see `Runtime.stream`)."""
+        return RemoteStream(self)
+
+    async def resume(
+        self, target: Interrupted | Batch, answer: Approval | Mapping[str, Approval]
+    ) -> Any:
+        """Carry on after approvals, in the host (see `Runtime.resume`)."""
+        if isinstance(target, Batch):
+            if isinstance(answer, Approval):
+                raise ConfigurationError(
+                    "resume(batch, ...) takes a mapping of call id to Approval"
+                )
+            failed = self._fail_all(target.calls)
+            if failed is not None:
+                return failed
+            assert self._link is not None
+            backstop = max((self._backstop(c.name) for c in target.calls), default=self._margin)
+            outcome = await self._link.exchange(
+                "resume_batch",
+                (self.session_id, list(target.calls), list(target.results), dict(answer)),
+                backstop=backstop * max(1, len(target.calls)),
+                cancel=None,
+                call_id="",
+                tool_name="",
+                locale=self.locale,
+            )
+            return self._batch(target.calls, outcome)
+        if not isinstance(answer, Approval):
+            raise ConfigurationError("resume(interrupted, ...) takes one Approval")
+        failed = self._failed(target.call_id, target.tool_name)
+        if failed is not None:
+            return failed
+        return await self._exchange(
+            "resume", (self.session_id, target, answer), target.call_id, target.tool_name
+        )
+
+    def cancel(self, call_id: str, reason: str = "The call was cancelled.") -> bool:
+        """Ask the host to cancel a call this client waits for; False if none is in flight.
+
+        The call's result becomes CANCELLED.
+        """
+        if call_id not in self._running or self._link is None:
+            return False
+        return self._link.notify("cancel", (self.session_id, call_id, reason))
+
+    def discard(self, call: Interrupted | str) -> bool:
+        """Forget a call waiting for approval in the host, without running it."""
+        if self._link is None or self.lost is not None:
+            return False
+        call_id = call if isinstance(call, str) else call.call_id
+        return self._link.notify("discard", (self.session_id, call_id))
+
+    async def take_notices(self) -> list[str]:
+        """Messages for the model that arrived in the host between calls, oldest first."""
+        if self.lost is not None:
+            return []
+        value = await self._control("notices", (self.session_id,))
+        return list(value) if isinstance(value, list) else []  # pyright: ignore[reportUnknownArgumentType]
+
+    async def aclose(self) -> None:
+        """End the session in its host: calls cancelled, jobs stopped, workspace removed."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._link is not None and self.lost is None:
+                await self._control("close", (self.session_id,))
+                self._lost = _failures.lost("closed", locale=self.locale)
+        finally:
+            if self._on_close is not None:
+                self._on_close(self)
+
+    async def __aenter__(self) -> RemoteRuntime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        state = "lost" if self.lost is not None else "open"
+        return f"<RemoteRuntime {self.session_id} host={self.host} {state}>"
+
+
+class RemoteStream:
+    """The streaming executor of a remote session: same use as `StreamingExecutor`.
+
+    ```python
+    async with rt.stream() as ex:
+        ex.submit(call)
+        ex.close()
+        async for item in ex:   # ProgressEvent at once; ToolResult in request order
+            ...
+    ```
+    """
+
+    def __init__(self, runtime: RemoteRuntime) -> None:
+        self._rt = runtime
+        self._key = os.urandom(12).hex()
+        self._calls: list[ToolCall] = []
+        self._ids: set[str] = set()
+        self._results: list[ToolResult] = []
+        self._closed = False
+        self._finished = False
+        self._channel: Channel | None = None
+        self._rid = 0
+        self._queue: asyncio.Queue[tuple[int, Any, Any]] | None = None
+        self._final: RemoteBatch | None = None
+
+    async def __aenter__(self) -> RemoteStream:
+        rt = self._rt
+        if rt.lost is None and rt._link is not None:  # pyright: ignore[reportPrivateUsage]
+            try:
+                self._channel = await rt._link.connect()  # pyright: ignore[reportPrivateUsage]
+                self._rid, self._queue = self._channel.open_stream(
+                    "stream", rt.session_id, self._key
+                )
+            except ChannelClosed:
+                self._channel = None
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._channel is not None and not self._finished:
+            reason = "The call was cancelled because the batch was abandoned."
+            self._send("cancel_stream", self._key, None, reason)
+            self._send("close_stream", self._key)
+            self._channel.forget(self._rid)
+
+    def _send(self, op: str, *args: Any) -> None:
+        if self._channel is not None and self._channel.closed is None:
+            self._channel.request(op, *args)
+
+    def submit(self, call: ToolCall) -> None:
+        """Add a call whose arguments are complete; it starts in the host when the rules allow."""
+        if self._closed:
+            raise ConfigurationError("submit() after close(): this executor takes no more calls")
+        if call.id in self._ids:
+            raise ConfigurationError(f"duplicate call id {call.id!r} in one batch")
+        self._ids.add(call.id)
+        self._calls.append(call)
+        self._send("submit", self._key, call)
+
+    def close(self) -> None:
+        """No more calls will come."""
+        self._closed = True
+        self._send("close_stream", self._key)
+
+    def cancel(self, call_id: str | None = None, reason: str = "The call was cancelled.") -> None:
+        """Cancel one call (or every unfinished call); their results become CANCELLED."""
+        self._send("cancel_stream", self._key, call_id, reason)
+
+    @property
+    def batch(self) -> RemoteBatch:
+        """The results so far, in request order (complete once iteration has finished)."""
+        if self._final is not None:
+            return self._final
+        n = len(self._results)
+        return RemoteBatch(self._calls[:n], self._results, self._rt.session)
+
+    def __aiter__(self) -> AsyncIterator[ProgressEvent | ToolResult]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[ProgressEvent | ToolResult]:
+        rt = self._rt
+        queue = self._queue
+        if queue is None:  # lost before it began: every call answers the same
+            for call in self._calls:
+                failed = rt._failed(call.id, call.name)  # pyright: ignore[reportPrivateUsage]
+                if failed is None:
+                    failed = _failures.unavailable(
+                        "unreachable", call_id=call.id, tool_name=call.name
+                    )
+                self._results.append(failed)
+                yield failed
+            self._finished = True
+            return
+        while True:
+            pending = [c for c in self._calls[len(self._results) :]]
+            wait = max((rt._backstop(c.name) for c in pending), default=None)  # pyright: ignore[reportPrivateUsage]
+            try:
+                if wait is None or not self._closed:
+                    status, value, _ = await queue.get()
+                else:
+                    status, value, _ = await asyncio.wait_for(queue.get(), wait)
+            except TimeoutError:
+                async for r in self._give_up("timeout", wait or 0.0):
+                    yield r
+                return
+            if status == ITEM:
+                if isinstance(value, ToolResult):
+                    self._results.append(value)
+                yield value
+            elif status == END:
+                self._finished = True
+                kind = value[0]
+                if kind == "done":
+                    calls, results = value[1]
+                    rt._apply_state(value[2])  # pyright: ignore[reportPrivateUsage]
+                    self._final = RemoteBatch(calls, results, rt.session)
+                    return
+                rt._lost = rt._lost or value[1]  # pyright: ignore[reportPrivateUsage]
+                for call in self._calls[len(self._results) :]:
+                    r = replace(value[1], call_id=call.id, tool_name=call.name)
+                    self._results.append(r)
+                    yield r
+                return
+            else:
+                assert status == ERROR
+                async for r in self._give_up("broken", 0.0, value):
+                    yield r
+                return
+
+    async def _give_up(
+        self, why: Literal["timeout", "broken"], seconds: float, detail: Any = None
+    ) -> AsyncIterator[ToolResult]:
+        rt = self._rt
+        link = rt._link  # pyright: ignore[reportPrivateUsage]
+        assert link is not None
+        self._finished = True
+        if why == "timeout":
+            self._send("cancel_stream", self._key, None, "The call ran past its deadline.")
+        failure = await link.diagnose(
+            ChannelClosed(str(detail)) if why == "broken" else None,
+            seconds=seconds,
+            locale=rt.locale,
+        )
+        rt._note_failure(failure)  # pyright: ignore[reportPrivateUsage]
+        for call in self._calls[len(self._results) :]:
+            r = replace(failure, call_id=call.id, tool_name=call.name)
+            self._results.append(r)
+            yield r

@@ -1,0 +1,701 @@
+"""`SessionPool`: session hosts on a Ray cluster, and the sessions placed on them.
+
+The pool starts its hosts (actors owned by this driver, so they end with it), places each new
+session on the least-loaded host that fits, limits how fast sessions are created, and on
+`close()` ends every host and sweeps each node for what a dead host left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import random
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .._contract import ErrorCode, ToolResult
+from ..errors import ConfigurationError
+from . import _failures, _ray
+from ._client import RemoteRuntime
+from ._host import RUNTIME_OPTIONS, HostConfig, ToolsFactory
+from ._wire import ERROR, Channel, ChannelClosed
+from ._workspace import EmptyWorkspace, Workspace
+
+__all__ = ["HostLink", "SessionPool"]
+
+
+def _coding_tools(root: Path) -> Any:
+    from ..builtin import coding_tools
+
+    return coding_tools(project_dir=root)
+
+
+class HostLink:
+    """The client's view of one host: where to reach it, its load, and whether it lives."""
+
+    def __init__(
+        self,
+        index: int,
+        actor: Any,
+        where: Mapping[str, Any],
+        secret: bytes,
+        *,
+        local_node: str | None,
+        grace: float,
+        probe_timeout: float,
+        lost_after: float,
+    ) -> None:
+        self.index = index
+        self.actor = actor
+        self.node_id: str = where["node_id"]
+        self.pid: int = where["pid"]
+        self.base: str = where["base"]
+        tcp = where.get("tcp")
+        self.address: tuple[str, int] | str = (
+            where["unix"] if self.node_id == local_node or tcp is None else (tcp[0], tcp[1])
+        )
+        self.sessions = 0
+        self.dead: ToolResult | None = None
+        self.replaced = False
+        self._secret = secret
+        self._grace = grace
+        self._probe_timeout = probe_timeout
+        self._lost_after = lost_after
+        self._channels: dict[asyncio.AbstractEventLoop, Channel] = {}
+        self._connecting: dict[asyncio.AbstractEventLoop, asyncio.Future[Channel]] = {}
+        self._diagnosis: dict[asyncio.AbstractEventLoop, asyncio.Task[ToolResult]] = {}
+
+    async def connect(self) -> Channel:
+        """The channel for the running event loop (one connection per loop, made once)."""
+        loop = asyncio.get_running_loop()
+        channel = self._channels.get(loop)
+        if channel is not None and channel.closed is None:
+            return channel
+        pending = self._connecting.get(loop)
+        if pending is None:
+            pending = self._connecting[loop] = loop.create_future()
+            try:
+                channel = await Channel.connect(self.address, self._secret, timeout=10.0)
+            except BaseException as exc:
+                pending.set_exception(exc)
+                pending.exception()  # retrieved: the waiters re-raise it
+                raise
+            finally:
+                self._connecting.pop(loop, None)
+            self._channels[loop] = channel
+            pending.set_result(channel)
+            return channel
+        return await asyncio.shield(pending)
+
+    def notify(self, op: str, args: tuple[Any, ...]) -> bool:
+        """Send an operation without waiting for its answer; False if not connected."""
+        channel = self._channels.get(asyncio.get_running_loop())
+        if channel is None or channel.closed is not None:
+            return False
+        channel.request(op, *args)
+        return True
+
+    async def exchange(
+        self,
+        op: str,
+        args: tuple[Any, ...],
+        *,
+        backstop: float,
+        cancel: tuple[str, str, str] | None,
+        call_id: str,
+        tool_name: str,
+        locale: str,
+    ) -> tuple[Any, Any] | ToolResult:
+        """One operation: `(value, extra)`, or the failure result if the host cannot answer.
+
+        A host-side error (not a tool's: those are results) raises `ConfigurationError`.
+        """
+        if self.dead is not None:
+            return _renamed(self.dead, call_id, tool_name, "no")
+        try:
+            channel = await self.connect()
+            rid, future = channel.send(op, *args)
+        except ChannelClosed as exc:
+            return await self.diagnose(
+                exc, locale=locale, call_id=call_id, tool_name=tool_name, executed="no"
+            )
+        task = asyncio.current_task()
+        assert task is not None
+        overdue = _Overdue(task, future)
+        timer = channel.loop.call_later(backstop, overdue.fire)
+        try:
+            status, value, extra = await future
+        except ChannelClosed as exc:
+            return await self.diagnose(
+                exc, locale=locale, call_id=call_id, tool_name=tool_name, executed="unknown"
+            )
+        except asyncio.CancelledError:
+            if cancel is not None:  # the caller gave up, or the deadline passed: stop it there
+                with contextlib.suppress(Exception):
+                    self.notify("cancel", cancel)
+            if not overdue.fired or task.uncancel() > 0:
+                raise
+            return await self._overdue(
+                channel, rid, backstop, locale=locale, call_id=call_id, tool_name=tool_name
+            )
+        finally:
+            timer.cancel()
+        if status == ERROR:
+            raise ConfigurationError(f"the session host refused {op!r}: {value}")
+        return value, extra
+
+    async def _overdue(
+        self,
+        channel: Channel,
+        rid: int,
+        backstop: float,
+        *,
+        locale: str,
+        call_id: str,
+        tool_name: str,
+    ) -> tuple[Any, Any] | ToolResult:
+        # Past the deadline, and the host was asked to cancel: its answer (CANCELLED, most
+        # likely) may still come within the grace period.
+        try:
+            future = channel.rewait(rid)
+            done, _ = await asyncio.wait((future,), timeout=self._grace)
+            if done:
+                status, value, extra = future.result()
+                if status == ERROR:
+                    raise ConfigurationError(f"the session host failed: {value}")
+                return value, extra
+            future.cancel()
+        except ChannelClosed as exc:
+            return await self.diagnose(
+                exc, locale=locale, call_id=call_id, tool_name=tool_name, executed="unknown"
+            )
+        return await self.diagnose(
+            None,
+            seconds=backstop,
+            locale=locale,
+            call_id=call_id,
+            tool_name=tool_name,
+            executed="unknown",
+        )
+
+    async def diagnose(
+        self,
+        exc: ChannelClosed | None,
+        *,
+        seconds: float = 0.0,
+        locale: str = "en",
+        call_id: str = "",
+        tool_name: str = "",
+        executed: _failures.Executed = "unknown",
+    ) -> ToolResult:
+        """Why the host did not answer, as the result for the call.
+
+        Dead: `SESSION_LOST`. Alive but unreachable or slow: `BACKEND_UNAVAILABLE`. A host
+        that answers neither a call nor a ping through Ray is stuck: it is ended, and its
+        sessions are lost.
+        """
+        loop = asyncio.get_running_loop()
+        task = self._diagnosis.get(loop)
+        if task is None or task.done():
+            task = self._diagnosis[loop] = loop.create_task(self._diagnose(exc, seconds, locale))
+        found = await asyncio.shield(task)
+        return _renamed(found, call_id, tool_name, executed)
+
+    async def _diagnose(self, exc: ChannelClosed | None, seconds: float, locale: str) -> ToolResult:
+        if self.dead is not None:
+            return self.dead
+        if exc is None:  # the call ran past its backstop
+            state, detail = await _ray.probe(self.actor, self._probe_timeout)
+            if state == "alive":
+                return _failures.unavailable(
+                    "timeout", seconds=seconds, locale=locale, executed="unknown", host=self.index
+                )
+            if state == "unknown":
+                _ray.kill(self.actor)
+                detail = f"the host stopped answering and was ended ({detail})"
+            return self.mark_dead(detail, locale)
+        # The connection broke: a dead host closes it at once; Ray confirms the death.
+        self._channels.pop(loop := asyncio.get_running_loop(), None)
+        del loop
+        give_up = time.monotonic() + self._lost_after
+        detail = str(exc)
+        while True:
+            remaining = give_up - time.monotonic()
+            state, said = await _ray.probe(
+                self.actor, max(0.1, min(self._probe_timeout, remaining))
+            )
+            if state == "dead":
+                return self.mark_dead(said, locale)
+            if state == "alive":
+                return _failures.unavailable(
+                    "unreachable", detail=detail, locale=locale, executed="unknown", host=self.index
+                )
+            if remaining <= 0:
+                return _failures.unavailable(
+                    "unreachable", detail=f"{detail}; {said}", locale=locale, host=self.index
+                )
+            await asyncio.sleep(0.1)
+
+    def mark_dead(self, detail: str, locale: str = "en") -> ToolResult:
+        """The host is gone: every session on it answers this from now on."""
+        if self.dead is None:
+            self.dead = _failures.lost(
+                "host_died",
+                executed="unknown",
+                detail=detail,
+                locale=locale,
+                host=self.index,
+                node_id=self.node_id,
+            )
+            for channel in self._channels.values():
+                channel.closed = channel.closed or ChannelClosed("the host died")
+        return self.dead
+
+    async def aclose(self) -> None:
+        """Close this process's connections to the host."""
+        for channel in list(self._channels.values()):
+            with contextlib.suppress(Exception):
+                await channel.aclose()
+        self._channels.clear()
+
+
+class _Overdue:
+    """Fires at a call's deadline: interrupts the waiting task unless the answer is in."""
+
+    __slots__ = ("fired", "future", "task")
+
+    def __init__(self, task: asyncio.Task[Any], future: asyncio.Future[Any]) -> None:
+        self.task = task
+        self.future = future
+        self.fired = False
+
+    def fire(self) -> None:
+        if not self.future.done():
+            self.fired = True
+            self.task.cancel()
+
+
+def _renamed(
+    result: ToolResult, call_id: str, tool_name: str, executed: _failures.Executed
+) -> ToolResult:
+    meta = {**result.metadata, "executed": executed}
+    return replace(result, call_id=call_id, tool_name=tool_name, metadata=meta)
+
+
+class SessionPool:
+    """Session hosts on a Ray cluster; `open` gives a `RemoteRuntime` per session.
+
+    ```python
+    async with SessionPool(hosts=2, max_sessions_per_host=256) as pool:
+        rt = await pool.open(GitWorkspace("/data/repo.git", commit), mode="accept_edits")
+        r = await rt.call("read_file", {"file_path": "README.md"})
+        await rt.aclose()
+    ```
+
+    Args:
+        tools: Builds a session's tools from its workspace root, in the host (it travels to
+            the hosts pickled, so a module-level function). Default: the coding tools.
+        hosts: How many hosts to start. Default: one per alive node with the CPUs for it
+            (with placement hints: one).
+        max_sessions_per_host: Sessions a host holds at most; `open` finds another host, or
+            waits up to `wait` seconds, or gives a session that answers `BACKEND_UNAVAILABLE`.
+        host_cpus: CPUs each host reserves from Ray (`num_cpus` of the actor).
+        command_slots: Commands a host runs at once across its sessions (calls of execute
+            tools that are not read-only for their input). Default: `host_cpus` rounded up.
+        label_selector: Ray node labels the hosts must run on.
+        resources: Custom Ray resources each host reserves.
+        placement_group: A placement group the caller owns; host `i` goes in bundle
+            `i % bundle_count`.
+        open_rate: Sessions created per second at most (a token bucket with `open_burst`
+            tokens, plus jitter): creation storms are what breaks sandbox pools.
+        idle_ttl: Default seconds a session may sit without a call before its host ends it.
+        ttl: Default seconds a session may live at all (make it longer than the rollout plus
+            its scoring).
+        margin: Seconds added to a tool's time limit before the client steps in.
+        grace: Seconds the client waits for a cancelled call before it checks the host.
+        probe_timeout: Seconds a liveness ping through Ray may take.
+        lost_after: Seconds a broken connection is investigated before the call is given up
+            as `BACKEND_UNAVAILABLE`; Ray notices a dead node after about 13 s by default.
+        start_timeout: Seconds hosts may take to start (placement, worker start-up).
+        base_dir: Where hosts keep their files on each node (default: the system temp dir).
+        cache_dir: Node-local cache for workspaces (git mirrors), kept across pools.
+        **session_defaults: `Runtime` options for every session (`mode`, `allow`, `ask`,
+            `deny`, `settings`, `locale`, `default_timeout`, `max_concurrency`,
+            `hidden_paths`, `hooks`); `open` may override them.
+    """
+
+    def __init__(
+        self,
+        tools: ToolsFactory | None = None,
+        *,
+        hosts: int | None = None,
+        max_sessions_per_host: int = 256,
+        host_cpus: float = 1.0,
+        command_slots: int | None = None,
+        label_selector: Mapping[str, str] | None = None,
+        resources: Mapping[str, float] | None = None,
+        placement_group: Any = None,
+        open_rate: float | None = None,
+        open_burst: int = 16,
+        idle_ttl: float | None = None,
+        ttl: float | None = None,
+        margin: float = 10.0,
+        grace: float = 5.0,
+        probe_timeout: float = 5.0,
+        lost_after: float = 30.0,
+        start_timeout: float = 300.0,
+        base_dir: str | None = None,
+        cache_dir: str | None = None,
+        **session_defaults: Any,
+    ) -> None:
+        _check_options(session_defaults)
+        if hosts is not None and hosts < 1:
+            raise ConfigurationError("hosts must be at least 1")
+        if max_sessions_per_host < 1:
+            raise ConfigurationError("max_sessions_per_host must be at least 1")
+        if open_rate is not None and open_rate <= 0:
+            raise ConfigurationError("open_rate must be positive (sessions per second)")
+        self.id = uuid.uuid4().hex[:12]
+        """The pool's id: its hosts' directories are named after it."""
+        self._tools = tools or _coding_tools
+        self._hosts_wanted = hosts
+        self.max_sessions_per_host = max_sessions_per_host
+        self._host_cpus = host_cpus
+        self._command_slots = command_slots or max(1, math.ceil(host_cpus))
+        self._label_selector = label_selector
+        self._resources = resources
+        self._placement_group = placement_group
+        self._open_rate = open_rate
+        self._open_burst = max(1, open_burst)
+        self._tokens = float(self._open_burst)
+        self._stamp = time.monotonic()
+        self._rate_lock: asyncio.Lock | None = None
+        self._idle_ttl = idle_ttl
+        self._ttl = ttl
+        self._margin = margin
+        self._grace = grace
+        self._probe_timeout = probe_timeout
+        self._lost_after = lost_after
+        self._base_dir = base_dir
+        self._cache_dir = cache_dir
+        self._defaults = dict(session_defaults)
+        self._secret = os.urandom(32)
+        self.links: list[HostLink] = []
+        """The hosts, in start order."""
+        self._labels: dict[str, dict[str, str]] = {}
+        self._open: set[RemoteRuntime] = set()
+        self._freed: asyncio.Event | None = None
+        self._starting: asyncio.Future[None] | None = None
+        self._replacing: asyncio.Future[None] | None = None
+        self._local: str | None = None
+        self._start_timeout = start_timeout
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self) -> SessionPool:
+        """Start the hosts and wait until each serves (`open` does this on first use)."""
+        if self._closed:
+            raise ConfigurationError("this pool is closed")
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self._start())
+        await asyncio.shield(self._starting)
+        return self
+
+    async def _start(self) -> None:
+        self._labels = _ray.node_labels()
+        self._local = _ray.current_node()
+        self.links = await self._start_hosts(self._placements())
+
+    async def _start_hosts(self, placements: list[str | None]) -> list[HostLink]:
+        first = len(self.links)
+        actors: list[Any] = []
+        for i, node in enumerate(placements, start=first):
+            config = HostConfig(
+                pool_id=self.id,
+                index=i,
+                tools=self._tools,
+                secret=self._secret,
+                max_sessions=self.max_sessions_per_host,
+                command_slots=self._command_slots,
+                base_dir=self._base_dir,
+                cache_dir=self._cache_dir,
+                listen="node",
+            )
+            actors.append(
+                _ray.create_host(
+                    config,
+                    num_cpus=self._host_cpus,
+                    label_selector=self._label_selector,
+                    resources=self._resources,
+                    placement_group=self._placement_group,
+                    bundle_index=i % _bundles(self._placement_group),
+                    node_id=node,
+                )
+            )
+        try:
+            async with asyncio.timeout(self._start_timeout):
+                wheres = await asyncio.gather(*(a.start.remote() for a in actors))
+        except BaseException:
+            for a in actors:
+                _ray.kill(a)
+            raise
+        return [
+            HostLink(
+                i,
+                actor,
+                where,
+                self._secret,
+                local_node=self._local,
+                grace=self._grace,
+                probe_timeout=self._probe_timeout,
+                lost_after=self._lost_after,
+            )
+            for i, (actor, where) in enumerate(zip(actors, wheres, strict=True), start=first)
+        ]
+
+    async def _replace_dead(self) -> bool:
+        """Start a new host for each dead one not yet replaced; True if any started.
+
+        For new sessions only: a session never moves.
+        """
+        if self._replacing is None or self._replacing.done():
+            dead = [link for link in self.links if link.dead is not None and not link.replaced]
+            if not dead:
+                return False
+            for link in dead:
+                link.replaced = True
+            # Anywhere that fits: a pinned node may be the one that died.
+            self._replacing = asyncio.ensure_future(self._add_hosts(len(dead)))
+        try:
+            await asyncio.shield(self._replacing)
+        except Exception:
+            return False
+        return True
+
+    async def _add_hosts(self, count: int) -> None:
+        self.links = [*self.links, *await self._start_hosts([None] * count)]
+
+    def _placements(self) -> list[str | None]:
+        hinted = (
+            self._label_selector is not None
+            or self._resources is not None
+            or self._placement_group is not None
+        )
+        if hinted or self._hosts_wanted is not None:
+            return [None] * (self._hosts_wanted or 1)
+        nodes: list[str | None] = list(_ray.nodes_with_cpus(self._host_cpus))
+        return nodes or [None]
+
+    async def close(self) -> None:
+        """End every session and host; sweep each node for what a dead host left.
+
+        Leaves no host process, command, workspace or temporary directory of this pool.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        for rt in list(self._open):
+            rt._lost = rt._lost or _failures.lost("closed")  # pyright: ignore[reportPrivateUsage]
+        self._open.clear()
+        links = self.links
+        for link in links:
+            await link.aclose()
+
+        async def stop(link: HostLink) -> None:
+            if link.dead is None:
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(30):
+                        await link.actor.shutdown.remote()
+            _ray.kill(link.actor)
+
+        await asyncio.gather(*(stop(link) for link in links))
+        by_node: dict[str, list[str]] = {}
+        for link in links:
+            by_node.setdefault(link.node_id, []).append(link.base)
+        await asyncio.gather(*(_ray.sweep(node, bases) for node, bases in by_node.items()))
+
+    async def __aenter__(self) -> SessionPool:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    async def open(
+        self,
+        workspace: Workspace | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+        wait: float = 0.0,
+        idle_ttl: float | None = None,
+        ttl: float | None = None,
+        **options: Any,
+    ) -> RemoteRuntime:
+        """A new session on the least-loaded host that fits, over a workspace made there.
+
+        Never raises for the backend's sake: when no host can take the session (all full
+        after `wait` seconds, or the chosen host died), the `RemoteRuntime` it returns has
+        `lost` set and answers every call with it (`BACKEND_UNAVAILABLE` or `SESSION_LOST`).
+        A bad workspace or option raises `ConfigurationError`.
+
+        Args:
+            workspace: Where the session's files come from (default: an empty directory).
+            labels: Only hosts on nodes with these Ray labels.
+            wait: Seconds to wait for room when every host is full.
+            idle_ttl: Seconds without a call before the host ends the session.
+            ttl: Seconds the session may live at all.
+            **options: `Runtime` options for this session (see the pool's).
+        """
+        _check_options(options)
+        if self._closed:
+            raise ConfigurationError("this pool is closed")
+        await self.start()
+        await self._admit()
+        merged = {**self._defaults, **options}
+        sid = uuid.uuid4().hex[:16]
+        give_up = time.monotonic() + wait
+        workspace = workspace or EmptyWorkspace()
+        idle = idle_ttl if idle_ttl is not None else self._idle_ttl
+        life = ttl if ttl is not None else self._ttl
+        tried: set[int] = set()
+        while True:
+            link = self._pick(labels, tried)
+            if link is None and await self._replace_dead():
+                continue
+            if link is None:
+                if all(other.dead is not None for other in self.links):
+                    return self._unopened(sid, _failures.unavailable("no_host"))
+                if time.monotonic() >= give_up:
+                    return self._unopened(sid, _failures.unavailable("full"))
+                await self._room(give_up)
+                tried.clear()
+                continue
+            link.sessions += 1
+            try:
+                outcome = await link.exchange(
+                    "open",
+                    (sid, workspace, merged, idle, life),
+                    backstop=600.0,
+                    cancel=None,
+                    call_id="",
+                    tool_name="",
+                    locale=str(merged.get("locale") or "en"),
+                )
+            except BaseException:
+                link.sessions -= 1
+                raise
+            if isinstance(outcome, ToolResult):
+                link.sessions -= 1
+                if outcome.error is ErrorCode.SESSION_LOST:
+                    tried.add(link.index)
+                    continue  # that host died before the session was made: try another
+                return self._unopened(sid, outcome)
+            info, _ = outcome
+            if info.get("full"):
+                link.sessions -= 1
+                tried.add(link.index)
+                continue
+            rt = RemoteRuntime(
+                link=link, session_id=sid, info=info, margin=self._margin, on_close=self._closed_one
+            )
+            self._open.add(rt)
+            return rt
+
+    def _unopened(self, sid: str, failure: ToolResult) -> RemoteRuntime:
+        return RemoteRuntime(link=None, session_id=sid, info=None, margin=0.0, failure=failure)
+
+    def _pick(self, labels: Mapping[str, str] | None, tried: set[int]) -> HostLink | None:
+        best: HostLink | None = None
+        for link in self.links:
+            if link.dead is not None or link.index in tried:
+                continue
+            if link.sessions >= self.max_sessions_per_host:
+                continue
+            if labels:
+                have = self._labels.get(link.node_id, {})
+                if any(have.get(k) != v for k, v in labels.items()):
+                    continue
+            if best is None or link.sessions < best.sessions:
+                best = link
+        return best
+
+    async def _room(self, give_up: float) -> None:
+        if self._freed is None:
+            self._freed = asyncio.Event()
+        self._freed.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(0.0, give_up - time.monotonic())):
+                await self._freed.wait()
+
+    def _closed_one(self, rt: RemoteRuntime) -> None:
+        if rt in self._open:
+            self._open.discard(rt)
+            link = rt._link  # pyright: ignore[reportPrivateUsage]
+            if link is not None:
+                link.sessions -= 1
+            if self._freed is not None:
+                self._freed.set()
+
+    async def _admit(self) -> None:
+        rate = self._open_rate
+        if rate is None:
+            return
+        if self._rate_lock is None:
+            self._rate_lock = asyncio.Lock()
+        async with self._rate_lock:
+            now = time.monotonic()
+            self._tokens = min(self._open_burst, self._tokens + (now - self._stamp) * rate)
+            self._stamp = now
+            if self._tokens < 1:
+                delay = (1 - self._tokens) / rate
+                await asyncio.sleep(delay + random.uniform(0, 0.1 / rate))
+                self._tokens = 1.0
+                self._stamp = time.monotonic()
+            self._tokens -= 1
+
+    # -- observing ---------------------------------------------------------------------------
+
+    async def stats(self) -> list[dict[str, Any]]:
+        """Each host's load, or `{"dead": ...}` for a host that is gone.
+
+        Load: sessions, calls in flight, free command slots, CPU seconds.
+        """
+
+        async def one(link: HostLink) -> dict[str, Any]:
+            if link.dead is not None:
+                return {"host": link.index, "dead": link.dead.metadata.get("detail", "")}
+            try:
+                channel = await link.connect()
+                status, value, _ = await asyncio.wait_for(channel.request("stats"), 30)
+            except (ChannelClosed, TimeoutError) as exc:
+                return {"host": link.index, "unreachable": str(exc)}
+            if status == ERROR:
+                return {"host": link.index, "error": value}
+            return {"host": link.index, "node_id": link.node_id, **value}
+
+        return list(await asyncio.gather(*(one(link) for link in self.links)))
+
+    @property
+    def sessions(self) -> int:
+        """Sessions open through this pool."""
+        return len(self._open)
+
+
+def _bundles(pg: Any) -> int:
+    return len(getattr(pg, "bundle_specs", ()) or ()) or 1
+
+
+def _check_options(options: Mapping[str, Any]) -> None:
+    unknown = sorted(set(options) - RUNTIME_OPTIONS)
+    if unknown:
+        raise ConfigurationError(
+            f"unknown session options {unknown}: a session takes {sorted(RUNTIME_OPTIONS)}"
+        )
