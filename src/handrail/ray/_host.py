@@ -169,6 +169,7 @@ class HostCore:
         self._reaper: asyncio.Task[None] | None = None
         self._opening = 0
         self._enders: set[asyncio.Task[None]] = set()
+        self._clients: set[asyncio.StreamWriter] = set()
         self.handlers: dict[str, Callable[..., Any]] = {
             "open": self.open,
             "close": self.close,
@@ -202,10 +203,21 @@ class HostCore:
         secret = self.config.secret
 
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await serve_connection(reader, writer, secret, self.handlers, streams)
+            self._clients.add(writer)
+            try:
+                await serve_connection(reader, writer, secret, self.handlers, streams)
+            except asyncio.CancelledError:
+                pass  # the loop is ending: the connection goes with it
+            finally:
+                self._clients.discard(writer)
 
+        if len(path.encode()) > 100:  # sun_path holds 108 bytes: a long base dir cannot
+            # A Linux abstract socket: no file, so no permission bits either; the handshake
+            # is what keeps strangers out, as on TCP.
+            path = f"\0handrail-ray-{self.config.pool_id}-{self.config.index}-{os.urandom(6).hex()}"
         self._servers.append(await asyncio.start_unix_server(serve, path, limit=1 << 20))
-        os.chmod(path, 0o600)
+        if not path.startswith("\0"):
+            os.chmod(path, 0o600)
         tcp: tuple[str, int] | None = None
         if self.config.listen is not None:
             server = await asyncio.start_server(serve, self.config.listen, 0, limit=1 << 20)
@@ -220,11 +232,15 @@ class HostCore:
             self._reaper.cancel()
         for server in self._servers:
             server.close()
+        for writer in list(self._clients):
+            writer.close()
         await asyncio.gather(
             *(self._end(live, "closed") for live in list(self.sessions.values())),
             return_exceptions=True,
         )
         await asyncio.to_thread(_remove_tree, self.base)
+        with contextlib.suppress(OSError):  # the pool's directory, once its last host is gone
+            self.base.parent.rmdir()
 
     def ping(self) -> int:
         """The host's PID (a cheap liveness check)."""

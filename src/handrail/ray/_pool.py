@@ -63,6 +63,7 @@ class HostLink:
         self.sessions = 0
         self.dead: ToolResult | None = None
         self.replaced = False
+        self.closing = False
         self._secret = secret
         self._grace = grace
         self._probe_timeout = probe_timeout
@@ -210,6 +211,8 @@ class HostLink:
     async def _diagnose(self, exc: ChannelClosed | None, seconds: float, locale: str) -> ToolResult:
         if self.dead is not None:
             return self.dead
+        if self.closing:
+            return _failures.lost("closed", locale=locale, executed="unknown")
         if exc is None:  # the call ran past its backstop
             state, detail = await _ray.probe(self.actor, self._probe_timeout)
             if state == "alive":
@@ -505,14 +508,16 @@ class SessionPool:
             rt._lost = rt._lost or _failures.lost("closed")  # pyright: ignore[reportPrivateUsage]
         self._open.clear()
         links = self.links
-        for link in links:
-            await link.aclose()
 
         async def stop(link: HostLink) -> None:
+            # The host ends its sessions first, so calls in flight answer SESSION_LOST
+            # (closed) over their own connection; then the connection and the actor go.
+            link.closing = True
             if link.dead is None:
                 with contextlib.suppress(Exception):
                     async with asyncio.timeout(30):
                         await link.actor.shutdown.remote()
+            await link.aclose()
             _ray.kill(link.actor)
 
         await asyncio.gather(*(stop(link) for link in links))
