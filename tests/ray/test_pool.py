@@ -15,9 +15,9 @@ import pytest
 
 from handrail import Approval, ConfigurationError, ErrorCode, Interrupted, Runtime, ToolCall
 from handrail.providers import anthropic_tools, openai_chat_tools
-from handrail.ray import DirWorkspace, PathWorkspace, RemoteRuntime, SessionPool
+from handrail.ray import DirWorkspace, PathWorkspace, SessionPool
 
-from .conftest import TOOLS
+from .conftest import TOOLS, pids_running
 
 pytestmark = [pytest.mark.ray, pytest.mark.usefixtures("ray_local")]
 
@@ -285,8 +285,6 @@ async def test_idle_and_absolute_time_limits_end_sessions_in_the_host(tmp_path: 
         cut = await asyncio.wait_for(short.call("run_shell", {"command": marker}), 30)
         assert cut.error is ErrorCode.SESSION_LOST and cut.metadata["executed"] == "unknown"
         assert "total" in cut.content
-        from .conftest import pids_running
-
         for _ in range(50):  # bounded: the command dies with its session
             if not pids_running(marker):
                 break
