@@ -205,6 +205,18 @@ async def test_unknown_options_and_bad_workspaces_raise_and_take_no_slot(tmp_pat
         assert (await pool.stats())[0]["sessions"] == 1
 
 
+async def test_a_call_the_host_cannot_take_is_a_result_not_an_exception() -> None:
+    async with SessionPool(TOOLS.coding, hosts=1) as pool:
+        rt = await pool.open()
+        unknown = await rt.call("raed_file", {"file_path": "x"})
+        assert unknown.error is ErrorCode.TOOL_NOT_FOUND and "read_file" in unknown.content
+        unsendable = await rt.call("read_file", {"file_path": lambda: "x"})
+        assert unsendable.error is ErrorCode.EXECUTION_ERROR
+        assert "could not run this call" in unsendable.content
+        assert (await rt.call("list_files", {})).ok  # the session is fine
+        await rt.aclose()
+
+
 async def test_hidden_paths_stay_hidden_inside_the_host(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     (ws / "secrets").mkdir(parents=True)

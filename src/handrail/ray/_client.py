@@ -237,6 +237,14 @@ class RemoteRuntime:
                 tool_name=name,
                 locale=self.locale,
             )
+        except ConfigurationError as exc:  # the host failed the operation, not the tool
+            failed = ToolResult.failure(
+                ErrorCode.EXECUTION_ERROR,
+                f"The session host could not run this call: {exc}",
+                summary="host error",
+                metadata={"executed": "unknown"},
+            )
+            return replace(failed, call_id=cid, tool_name=name)
         finally:
             self._running.discard(cid)
         if isinstance(outcome, ToolResult):

@@ -126,6 +126,8 @@ class HostLink:
             return await self.diagnose(
                 exc, locale=locale, call_id=call_id, tool_name=tool_name, executed="no"
             )
+        except Exception as exc:  # an argument pickle cannot carry
+            raise ConfigurationError(f"cannot send {op!r} to the session host: {exc}") from exc
         task = asyncio.current_task()
         assert task is not None
         overdue = _Overdue(task, future)
