@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 from handrail import Approval, ConfigurationError, ErrorCode, Interrupted, Runtime, ToolCall
 from handrail.providers import anthropic_tools, openai_chat_tools
-from handrail.ray import DirWorkspace, PathWorkspace, SessionPool
+from handrail.ray import DirWorkspace, GitWorkspace, PathWorkspace, SessionPool
 
 from .conftest import TOOLS, pids_running
 
@@ -303,3 +305,70 @@ async def test_idle_and_absolute_time_limits_end_sessions_in_the_host(tmp_path: 
             await asyncio.sleep(0.1)
         assert not pids_running(marker)
         assert ws.exists()
+
+
+async def test_cancel_stops_a_remote_call_and_its_command() -> None:
+    marker = f"sleep 53{os.getpid() % 1000}"
+    async with SessionPool(TOOLS.coding, hosts=1, mode="bypass") as pool:
+        rt = await pool.open()
+        running = asyncio.create_task(rt.call("run_shell", {"command": marker}, call_id="long"))
+        for _ in range(100):  # bounded: until the command runs
+            if pids_running(marker):
+                break
+            await asyncio.sleep(0.1)
+        assert rt.cancel("long", "The user pressed stop.")
+        assert not rt.cancel("not-running")
+        r = await asyncio.wait_for(running, 30)
+        assert r.error is ErrorCode.CANCELLED and "pressed stop" in r.content
+        for _ in range(50):
+            if not pids_running(marker):
+                break
+            await asyncio.sleep(0.1)
+        assert not pids_running(marker)
+        await rt.aclose()
+
+
+async def test_git_workspaces_are_checked_out_on_the_node_at_the_asked_commit(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
+
+    git("init", "-q")
+    (repo / "v.txt").write_text("one\n")
+    git("add", "v.txt")
+    git("commit", "-qm", "one")
+    first = git("rev-parse", "HEAD")
+    (repo / "v.txt").write_text("two\n")
+    git("commit", "-qam", "two")
+    async with SessionPool(TOOLS.coding, hosts=1, cache_dir=str(tmp_path / "cache")) as pool:
+        old = await pool.open(GitWorkspace(str(repo), commit=first))
+        new = await pool.open(GitWorkspace(str(repo)))
+        assert "one" in (await old.call("read_file", {"file_path": "v.txt"})).content
+        assert "two" in (await new.call("read_file", {"file_path": "v.txt"})).content
+        assert len(list((tmp_path / "cache" / "git").glob("*.git"))) == 1  # one mirror
+        await old.aclose()
+        await new.aclose()
+
+
+async def test_open_rate_spaces_out_session_creation() -> None:
+    async with SessionPool(TOOLS.coding, hosts=1, open_rate=10, open_burst=1) as pool:
+        started = time.monotonic()
+        sessions = await asyncio.gather(*(pool.open() for _ in range(4)))
+        # Four sessions at 10 per second with no burst: at least three waits of 0.1 s.
+        assert time.monotonic() - started >= 0.3
+        assert all(rt.lost is None for rt in sessions)
+        for rt in sessions:
+            await rt.aclose()
