@@ -12,7 +12,9 @@ waits for it and exits with its status. It is the process that gets the signal, 
 it, so it can end everything the command started:
 * with a PID namespace, the command's first process (PID 1 of the namespace, a subshell of the
   supervisor; the command runs as its child, so it is never PID 1 itself) is SIGKILLed and the
-  kernel ends every other member, whatever session or process group it moved to;
+  kernel ends every other member, whatever session or process group it moved to. That PID 1
+  also asks (through setpriv(1), where there is one) for SIGKILL when the supervisor dies, so a
+  supervisor killed outright, before its trap can run, still takes the namespace with it;
 * without one, the supervisor is a child subreaper (`PR_SET_CHILD_SUBREAPER`), so whatever the
   command orphans (double forks, daemons) is reparented to it instead of to init: it SIGKILLs
   every process below it, again and again until none is left. A process group or session would
@@ -43,7 +45,11 @@ DEATH_SIGNAL: int = signal.SIGRTMIN + 4 if hasattr(signal, "SIGRTMIN") else sign
 """What a supervisor gets when handrail dies: a real-time signal nothing else sends it (a
 command signalling its own process group reaches the supervisor too)."""
 
-# $1 the death signal, $2 "1" with a PID namespace, $3 the command's shell, $4 the command.
+# $1 the death signal, $2 "1" with a PID namespace, $3 the command's shell, $4 the command,
+# $5 setpriv(1) or "" (PID 1 of the namespace asks for SIGKILL when the supervisor dies: a
+# supervisor killed outright, with no chance to run its trap, still takes the namespace along;
+# Ray, for one, SIGKILLs a dying worker's children), $6 $7 the supervisor's own shell and its
+# POSIX flag, which PID 1 then runs (in POSIX mode it reads no BASH_ENV: that is the command's).
 # Bash leaves POSIX mode once started: like the sh before it, PID 1 then reports a command
 # killed by a signal ("Terminated" on stderr), which the model sees at a time limit.
 # With a namespace the background subshell is PID 1 (the supervisor's first child) and runs
@@ -53,7 +59,7 @@ command signalling its own process group reaches the supervisor too)."""
 # process whose parent is the supervisor or one it killed, until a whole pass finds none: any
 # process left below the subreaper would have an ancestor whose parent is on the list.
 _SUPERVISOR = r"""${BASH_VERSION:+set +o posix}
-sig=$1 ns=$2 sh=$3 cmd=$4
+sig=$1 ns=$2 sh=$3 cmd=$4 pd=$5 ss=$6 sp=$7
 sweep() {
   exec 2>/dev/null
   tree=" $$ " passes=0 grew=1
@@ -75,7 +81,13 @@ sweep() {
 trap '' TERM INT HUP QUIT
 if [ "$ns" = 1 ]; then
   trap 'kill -KILL $! 2>/dev/null; exit 137' "$sig"
-  { trap - TERM INT HUP QUIT "$sig"; "$sh" -c "$cmd"; exit $?; } &
+  if [ -n "$pd" ]; then
+    { trap - TERM INT HUP QUIT "$sig"
+      exec "$pd" --pdeathsig KILL -- "$ss" $sp -c \
+        '${BASH_VERSION:+set +o posix}; "$0" -c "$1"; exit $?' "$sh" "$cmd"; } &
+  else
+    { trap - TERM INT HUP QUIT "$sig"; "$sh" -c "$cmd"; exit $?; } &
+  fi
 else
   trap 'sweep; exit 137' "$sig"
   { trap - TERM INT HUP QUIT "$sig"; exec "$sh" -c "$cmd"; } &
@@ -147,7 +159,15 @@ def supervised_argv(shell: str, command: str, *, pid_namespace: bool) -> list[st
         "1" if pid_namespace else "0",
         shell,
         command,
+        (_setpriv() or "") if pid_namespace else "",
+        _supervisor_shell()[0],
+        " ".join(_supervisor_shell()[1:]),
     ]
+
+
+@functools.cache
+def _setpriv() -> str | None:
+    return shutil.which("setpriv")
 
 
 def supported() -> bool:
