@@ -46,7 +46,7 @@ def test_backend_unavailable_texts_say_whether_the_call_ran() -> None:
         "The connection to the session host broke. The call did not run. Check the state of the workspace before you repeat it."
     )
     assert unavailable("no_host").content == snapshot(
-        "No session host is running to take this session (the pool's hosts stopped). Nothing ran. Try again later."
+        "No running session host can take this session (the pool's hosts stopped, or none runs on a node with the labels asked for). Nothing ran. Try again later."
     )
     assert unavailable("timeout", seconds=3, executed="unknown", locale="zh").content == snapshot(
         "会话宿主在 3 秒内没有回应。调用可能已运行，也可能没有。重复之前请先检查工作区的状态。"

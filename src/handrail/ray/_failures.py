@@ -46,8 +46,8 @@ CATALOG: Catalog = {
             "before you repeat it."
         ),
         "no_host": (
-            "No session host is running to take this session (the pool's hosts stopped). "
-            "Nothing ran. Try again later."
+            "No running session host can take this session (the pool's hosts stopped, or "
+            "none runs on a node with the labels asked for). Nothing ran. Try again later."
         ),
         "ran_unknown": "The call may or may not have run.",
         "ran_no": "The call did not run.",
@@ -67,7 +67,8 @@ CATALOG: Catalog = {
         "timeout": "会话宿主在 {seconds:g} 秒内没有回应。{ran}重复之前请先检查工作区的状态。",
         "unreachable": "与会话宿主的连接已断开。{ran}重复之前请先检查工作区的状态。",
         "no_host": (
-            "没有正在运行的会话宿主能接收此会话（池中的宿主已停止）。调用未运行。请稍后再试。"
+            "没有正在运行的会话宿主能接收此会话（池中的宿主已停止，或没有宿主运行在带有所要求"
+            "标签的节点上）。调用未运行。请稍后再试。"
         ),
         "ran_unknown": "调用可能已运行，也可能没有。",
         "ran_no": "调用没有运行。",

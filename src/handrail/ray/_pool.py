@@ -486,6 +486,7 @@ class SessionPool:
 
     async def _add_hosts(self, count: int) -> None:
         self.links = [*self.links, *await self._start_hosts([None] * count)]
+        self._labels = _ray.node_labels()
 
     def _placements(self) -> list[str | None]:
         hinted = (
@@ -578,8 +579,9 @@ class SessionPool:
             if link is None and await self._replace_dead():
                 continue
             if link is None:
-                if all(other.dead is not None for other in self.links):
-                    return self._unopened(sid, _failures.unavailable("no_host"))
+                if not any(self._fits(other, labels) for other in self.links):
+                    detail = f"no live host on a node labelled {dict(labels)}" if labels else ""
+                    return self._unopened(sid, _failures.unavailable("no_host", detail=detail))
                 if time.monotonic() >= give_up:
                     return self._unopened(sid, _failures.unavailable("full"))
                 await self._room(give_up)
@@ -619,17 +621,19 @@ class SessionPool:
     def _unopened(self, sid: str, failure: ToolResult) -> RemoteRuntime:
         return RemoteRuntime(link=None, session_id=sid, info=None, margin=0.0, failure=failure)
 
+    def _fits(self, link: HostLink, labels: Mapping[str, str] | None) -> bool:
+        if link.dead is not None:
+            return False
+        have = self._labels.get(link.node_id, {})
+        return not labels or all(have.get(k) == v for k, v in labels.items())
+
     def _pick(self, labels: Mapping[str, str] | None, tried: set[int]) -> HostLink | None:
         best: HostLink | None = None
         for link in self.links:
-            if link.dead is not None or link.index in tried:
+            if link.index in tried or link.sessions >= self.max_sessions_per_host:
                 continue
-            if link.sessions >= self.max_sessions_per_host:
+            if not self._fits(link, labels):
                 continue
-            if labels:
-                have = self._labels.get(link.node_id, {})
-                if any(have.get(k) != v for k, v in labels.items()):
-                    continue
             if best is None or link.sessions < best.sessions:
                 best = link
         return best
