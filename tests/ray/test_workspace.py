@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from handrail.errors import ConfigurationError
+from handrail.ray._git import GitWorkspace
 from handrail.ray._workspace import (
     DirWorkspace,
     EmptyWorkspace,
-    GitWorkspace,
     PathWorkspace,
     TarWorkspace,
     Workspace,

@@ -17,12 +17,13 @@ never exceptions. The README's "Many sessions on a Ray cluster" shows the whole 
 
 from __future__ import annotations
 
-from ._client import RemoteBatch, RemoteRuntime, RemoteStream
+from ._client import RemoteRuntime
+from ._git import GitWorkspace
 from ._pool import SessionPool
+from ._stream import RemoteBatch, RemoteStream
 from ._workspace import (
     DirWorkspace,
     EmptyWorkspace,
-    GitWorkspace,
     PathWorkspace,
     TarWorkspace,
     Workspace,
