@@ -11,7 +11,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from handrail import Registry, tool
+from handrail import Registry, ToolKind, tool
 from handrail.builtin import coding_tools
 
 
@@ -47,6 +47,17 @@ def wedge(seconds: float) -> str:
     return "unwedged"
 
 
+@tool(timeout=2.0, kind=ToolKind.EXECUTE)
+async def busy(seconds: float) -> str:
+    """Hold a command slot for a while, like a test run.
+
+    Args:
+        seconds: How long.
+    """
+    await asyncio.sleep(seconds)
+    return "done"
+
+
 def with_stubborn(root: Path) -> Registry:
     """The coding tools plus the misbehaving ones."""
-    return Registry([*coding_tools(project_dir=root), stubborn, wedge])
+    return Registry([*coding_tools(project_dir=root), stubborn, wedge, busy])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from inline_snapshot import snapshot
 
 from handrail import ErrorCode
-from handrail.ray._failures import lost, unavailable
+from handrail.ray._failures import lost, restamp, unavailable
 
 
 def test_session_lost_texts_tell_the_model_to_stop() -> None:
@@ -51,3 +51,15 @@ def test_backend_unavailable_texts_say_whether_the_call_ran() -> None:
     assert unavailable("timeout", seconds=3, executed="unknown", locale="zh").content == snapshot(
         "会话宿主在 3 秒内没有回应。调用可能已运行，也可能没有。重复之前请先检查工作区的状态。"
     )
+
+
+def test_a_failure_told_to_each_call_says_what_its_metadata_says() -> None:
+    judged = unavailable("unreachable", executed="unknown", detail="reset", host=3)
+    told = restamp(judged, "c7", "edit_file", "no", "en")
+    assert (told.call_id, told.tool_name) == ("c7", "edit_file")
+    assert told.metadata["executed"] == "no" and told.metadata["host"] == 3
+    assert "did not run" in told.content and "may or may not" not in told.content
+    timed = restamp(unavailable("timeout", seconds=12), "c8", "run_shell", "unknown", "zh")
+    assert "12" in timed.content and "可能已运行" in timed.content
+    died = restamp(lost("host_died", detail="gone"), "c9", "read_file", "no", "en")
+    assert died.metadata["executed"] == "no" and died.metadata["detail"] == "gone"

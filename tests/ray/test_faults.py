@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from handrail import ErrorCode
+from handrail import ErrorCode, ToolCall
 from handrail.ray import PathWorkspace, SessionPool
 
 from .conftest import TOOLS, pids_in, pids_running
@@ -88,9 +88,26 @@ async def test_a_tool_that_ignores_cancellation_gets_backend_unavailable_at_the_
         assert (await rt.call("list_files", {})).ok
 
 
+async def test_calls_queued_for_a_command_slot_are_not_cut_by_the_client_deadline() -> None:
+    # One slot, three 1.5 s commands with a 2 s limit each: the last one waits 3 s for its
+    # slot, past its limit plus the margin, yet its limit has not started in the host.
+    async with SessionPool(
+        TOOLS.with_stubborn, hosts=1, command_slots=1, margin=0.5, grace=0.5, mode="bypass"
+    ) as pool:
+        sessions = [await pool.open() for _ in range(3)]
+        async with asyncio.timeout(60):
+            results = await asyncio.gather(*(rt.call("busy", {"seconds": 1.5}) for rt in sessions))
+        assert [r.ok for r in results] == [True, True, True], [r.content for r in results]
+        # The same through a batch, which runs as a stream: one session, one call at a time.
+        calls = [ToolCall(id=f"b{i}", name="busy", arguments='{"seconds": 1.5}') for i in range(3)]
+        async with asyncio.timeout(60):
+            batch = await sessions[0].call_many(calls)
+        assert [r.ok for r in batch] == [True, True, True], [r.content for r in batch]
+
+
 async def test_a_host_that_stops_answering_is_ended_and_its_sessions_lost() -> None:
     async with SessionPool(
-        TOOLS.with_stubborn, hosts=1, margin=0.5, grace=0.5, probe_timeout=1.0
+        TOOLS.with_stubborn, hosts=1, margin=0.5, grace=0.5, probe_timeout=1.0, lost_after=3.0
     ) as pool:
         rt = await pool.open(default_timeout=1)
         other = await pool.open()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._context import PermissionMode, Session
 from .._contract import (
@@ -122,6 +122,8 @@ class RemoteRuntime:
         self._running: set[str] = set()
         self._lost: ToolResult | None = failure
         self._closed = False
+        self._released = False
+        self._streamed: dict[str, RemoteStream] = {}
 
     # -- state -------------------------------------------------------------------------------
 
@@ -143,8 +145,17 @@ class RemoteRuntime:
         that found no room.
         """
         if self._lost is None and self._link is not None and self._link.dead is not None:
-            self._lost = self._link.dead
+            self._set_lost(self._link.dead)
         return self._lost
+
+    def _set_lost(self, result: ToolResult) -> None:
+        # The first loss is the session's answer from now on; its slot in the pool is free.
+        if self._lost is None:
+            self._lost = result
+        if not self._released:
+            self._released = True
+            if self._on_close is not None:
+                self._on_close(self)
 
     def _apply_state(self, state: Any) -> None:
         if state:
@@ -234,12 +245,12 @@ class RemoteRuntime:
         value, extra = outcome
         self._apply_state(extra)
         if isinstance(value, ToolResult) and value.error is ErrorCode.SESSION_LOST:
-            self._lost = self._lost or value
+            self._set_lost(value)
         return value
 
     def _note_failure(self, result: ToolResult) -> ToolResult:
-        if result.error is ErrorCode.SESSION_LOST and self._lost is None:
-            self._lost = result
+        if result.error is ErrorCode.SESSION_LOST:
+            self._set_lost(result)
         return result
 
     async def check(
@@ -262,41 +273,47 @@ class RemoteRuntime:
         return outcome
 
     async def _control(self, op: str, args: tuple[Any, ...]) -> Any:
+        # A session operation that is not a call; a host-side failure is a result here too.
         assert self._link is not None
-        outcome = await self._link.exchange(
-            op,
-            args,
-            backstop=self._margin + 60.0,
-            cancel=None,
-            call_id="",
-            tool_name="",
-            locale=self.locale,
-        )
+        try:
+            outcome = await self._link.exchange(
+                op,
+                args,
+                backstop=self._margin + 60.0,
+                cancel=None,
+                call_id="",
+                tool_name="",
+                locale=self.locale,
+            )
+        except ConfigurationError as exc:
+            return ToolResult.failure(
+                ErrorCode.EXECUTION_ERROR,
+                f"The session host could not do this: {exc}",
+                metadata={"executed": "unknown"},
+            )
         if isinstance(outcome, ToolResult):
             return self._note_failure(outcome)
         value, extra = outcome
         self._apply_state(extra)
         if isinstance(value, ToolResult) and value.error is ErrorCode.SESSION_LOST:
-            self._lost = self._lost or value
+            self._set_lost(value)
         return value
 
     async def call_many(self, calls: Sequence[ToolCall]) -> RemoteBatch:
-        """Run a batch in the host (its scheduler groups the calls); results in request order."""
+        """Run a batch in the host (its scheduler groups the calls); results in request order.
+
+        It runs as a stream: each call can be cancelled by id, and each has its own deadline.
+        """
         failed = self._fail_all(calls)
         if failed is not None:
             return failed
-        backstop = max((self._backstop(c.name) for c in calls), default=self._margin)
-        assert self._link is not None
-        outcome = await self._link.exchange(
-            "call_many",
-            (self.session_id, list(calls)),
-            backstop=backstop * max(1, len(calls)),
-            cancel=None,
-            call_id="",
-            tool_name="",
-            locale=self.locale,
-        )
-        return self._batch(calls, outcome)
+        async with self.stream() as ex:
+            for c in calls:
+                ex.submit(c)
+            ex.close()
+            async for _ in ex:
+                pass
+        return ex.batch
 
     def _fail_all(self, calls: Sequence[ToolCall]) -> RemoteBatch | None:
         if self.lost is None:
@@ -315,7 +332,7 @@ class RemoteRuntime:
         value, extra = outcome
         self._apply_state(extra)
         if isinstance(value, ToolResult):  # the session was gone in the host
-            self._lost = self._lost or value
+            self._set_lost(value)
             return self._batch(calls, value)
         got_calls, results = value
         return RemoteBatch(got_calls, results, self.session)
@@ -337,16 +354,23 @@ class RemoteRuntime:
             if failed is not None:
                 return failed
             assert self._link is not None
-            backstop = max((self._backstop(c.name) for c in target.calls), default=self._margin)
-            outcome = await self._link.exchange(
-                "resume_batch",
-                (self.session_id, list(target.calls), list(target.results), dict(answer)),
-                backstop=backstop * max(1, len(target.calls)),
-                cancel=None,
-                call_id="",
-                tool_name="",
-                locale=self.locale,
-            )
+            backstop = sum(self._backstop(c.name) for c in target.calls) or self._margin
+            try:
+                outcome = await self._link.exchange(
+                    "resume_batch",
+                    (self.session_id, list(target.calls), list(target.results), dict(answer)),
+                    backstop=backstop,
+                    cancel=None,
+                    call_id="",
+                    tool_name="",
+                    locale=self.locale,
+                )
+            except ConfigurationError as exc:
+                outcome = ToolResult.failure(
+                    ErrorCode.EXECUTION_ERROR,
+                    f"The session host could not resume this batch: {exc}",
+                    metadata={"executed": "unknown"},
+                )
             return self._batch(target.calls, outcome)
         if not isinstance(answer, Approval):
             raise ConfigurationError("resume(interrupted, ...) takes one Approval")
@@ -362,6 +386,9 @@ class RemoteRuntime:
 
         The call's result becomes CANCELLED.
         """
+        stream = self._streamed.get(call_id)
+        if stream is not None:
+            return stream.cancel_one(call_id, reason)
         if call_id not in self._running or self._link is None:
             return False
         return self._link.notify("cancel", (self.session_id, call_id, reason))
@@ -378,7 +405,9 @@ class RemoteRuntime:
         if self.lost is not None:
             return []
         value = await self._control("notices", (self.session_id,))
-        return list(value) if isinstance(value, list) else []  # pyright: ignore[reportUnknownArgumentType]
+        if not isinstance(value, list):
+            return []
+        return [str(v) for v in cast(list[object], value)]
 
     async def aclose(self) -> None:
         """End the session in its host: calls cancelled, jobs stopped, workspace removed."""
@@ -388,10 +417,8 @@ class RemoteRuntime:
         try:
             if self._link is not None and self.lost is None:
                 await self._control("close", (self.session_id,))
-                self._lost = _failures.lost("closed", locale=self.locale)
         finally:
-            if self._on_close is not None:
-                self._on_close(self)
+            self._set_lost(_failures.lost("closed", locale=self.locale))
 
     async def __aenter__(self) -> RemoteRuntime:
         return self

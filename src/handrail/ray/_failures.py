@@ -14,7 +14,7 @@ from typing import Any, Literal
 from .._contract import ErrorCode, ToolResult
 from .._i18n import Catalog, render
 
-__all__ = ["lost", "unavailable"]
+__all__ = ["lost", "restamp", "unavailable"]
 
 Executed = Literal["no", "unknown"]
 
@@ -126,6 +126,8 @@ def unavailable(
     """`BACKEND_UNAVAILABLE`: the backend could not take or finish the call this time."""
     ran = render(CATALOG, locale, "ran_unknown" if executed == "unknown" else "ran_no")
     text = render(CATALOG, locale, reason, seconds=seconds, ran=ran)
+    if reason == "timeout":
+        extra = {**extra, "seconds": seconds}
     result = ToolResult.failure(
         ErrorCode.BACKEND_UNAVAILABLE,
         text,
@@ -133,6 +135,52 @@ def unavailable(
         metadata=_metadata(reason, executed, True, detail, extra),
     )
     return _named(result, call_id, tool_name)
+
+
+_OWN = frozenset({"reason", "executed", "retryable", "detail", "seconds"})
+
+
+def restamp(
+    result: ToolResult, call_id: str, tool_name: str, executed: Executed, locale: str = "en"
+) -> ToolResult:
+    """One failure judged for a host, told to one call.
+
+    Its id and name, whether it may have run (the text says the same as
+    `metadata["executed"]`), in the session's language.
+    """
+    meta = result.metadata
+    reason = meta.get("reason")
+    extra = {k: v for k, v in meta.items() if k not in _OWN}
+    detail = str(meta.get("detail", ""))
+    if result.error is ErrorCode.SESSION_LOST and reason in ("host_died", "closed"):
+        return lost(
+            reason,
+            call_id=call_id,
+            tool_name=tool_name,
+            executed=executed,
+            detail=detail,
+            locale=locale,
+            **extra,
+        )
+    if result.error is ErrorCode.BACKEND_UNAVAILABLE and reason in (
+        "full",
+        "no_host",
+        "timeout",
+        "unreachable",
+    ):
+        return unavailable(
+            reason,
+            call_id=call_id,
+            tool_name=tool_name,
+            executed=executed,
+            detail=detail,
+            seconds=float(meta.get("seconds", 0.0)),
+            locale=locale,
+            **extra,
+        )
+    return replace(
+        result, call_id=call_id, tool_name=tool_name, metadata={**meta, "executed": executed}
+    )
 
 
 def _named(result: ToolResult, call_id: str, tool_name: str) -> ToolResult:

@@ -170,6 +170,9 @@ class HostCore:
         self._opening = 0
         self._enders: set[asyncio.Task[None]] = set()
         self._clients: set[asyncio.StreamWriter] = set()
+        self._opening_ids: set[str] = set()
+        self._tempdir_before: str | None = None
+        self._abandoned: set[str] = set()
         self.handlers: dict[str, Callable[..., Any]] = {
             "open": self.open,
             "close": self.close,
@@ -179,6 +182,7 @@ class HostCore:
             "resume": self.resume,
             "resume_batch": self.resume_batch,
             "cancel": self.cancel,
+            "time_left": self.time_left,
             "discard": self.discard,
             "notices": self.notices,
             "submit": self.submit,
@@ -197,6 +201,7 @@ class HostCore:
         (self.base / "ws").mkdir(exist_ok=True, mode=0o700)
         # Session temp dirs and spill files go under the host's directory: a sweep after a
         # crash finds them there. The host is its own process, so this is its own setting.
+        self._tempdir_before = tempfile.tempdir
         tempfile.tempdir = str(self.base / "tmp")
         path = str(self.base / "sock")
         streams = {"stream": self.open_stream}
@@ -238,6 +243,8 @@ class HostCore:
             *(self._end(live, "closed") for live in list(self.sessions.values())),
             return_exceptions=True,
         )
+        if tempfile.tempdir == str(self.base / "tmp"):  # a host run inside another program
+            tempfile.tempdir = self._tempdir_before
         await asyncio.to_thread(_remove_tree, self.base)
         with contextlib.suppress(OSError):  # the pool's directory, once its last host is gone
             self.base.parent.rmdir()
@@ -274,11 +281,12 @@ class HostCore:
         if sid in self.sessions:
             raise ValueError(f"session {sid!r} is already open here")
         if len(self.sessions) + self._opening >= self.config.max_sessions:
-            return {"full": True}
+            return {"full": True, "sessions": len(self.sessions) + self._opening}
         unknown = set(options) - RUNTIME_OPTIONS
         if unknown:
             raise ValueError(f"unknown session options: {sorted(unknown)}")
         self._opening += 1
+        self._opening_ids.add(sid)
         dest = self.base / "ws" / sid
         root: Path | None = None
         try:
@@ -291,6 +299,7 @@ class HostCore:
             raise
         finally:
             self._opening -= 1
+            self._opening_ids.discard(sid)
         now = time.monotonic()
         live = _Live(
             sid=sid,
@@ -305,7 +314,12 @@ class HostCore:
         self.gone.pop(sid, None)
         self.opened += 1
         live.shown = self._state(live)
+        if sid in self._abandoned:  # the client gave up while it was being made
+            self._abandoned.discard(sid)
+            await self._end(live, "closed")
+            return {"abandoned": True}
         return {
+            "sessions": len(self.sessions),
             "root": str(root),
             "tools": [tool_spec(t) for t in rt.registry.all()],
             "state": live.shown,
@@ -317,6 +331,8 @@ class HostCore:
         """End a session (its calls cancelled, jobs stopped, workspace removed)."""
         live = self.sessions.get(sid)
         if live is None:
+            if sid in self._opening_ids:
+                self._abandoned.add(sid)  # still being made: ended as soon as it is
             return False
         await self._end(live, "closed")
         return True
@@ -343,7 +359,10 @@ class HostCore:
         except Exception:
             logger.exception("closing session %s", live.sid)
         if live.owned:
-            await asyncio.to_thread(remove_workspace, live.root)
+            try:
+                await asyncio.to_thread(remove_workspace, live.root)
+            except OSError:  # a tool thread may still be writing; the host's sweep gets it
+                logger.exception("removing the workspace of session %s", live.sid)
 
     async def _reap(self) -> None:
         while True:
@@ -472,6 +491,11 @@ class HostCore:
         live = self.sessions.get(sid)
         return live is not None and live.rt.cancel(call_id, reason)
 
+    def time_left(self, sid: str, call_id: str) -> float | None:
+        """Seconds until a running call's limit (`math.inf` while it waits to start)."""
+        live = self.sessions.get(sid)
+        return None if live is None else live.rt.pipeline.time_left(call_id)
+
     def discard(self, sid: str, call_id: str) -> bool:
         """Forget an interrupted call of the session."""
         live = self.sessions.get(sid)
@@ -499,6 +523,9 @@ class HostCore:
 
     async def _pump(self, stream: _Stream, key: str, emit: Callable[[Any], None]) -> Any:
         live = stream.live
+        if live.ending is not None:  # it ended between the request and now
+            self.streams.pop(key, None)
+            return ("lost", self._gone(live.sid))
         task = asyncio.current_task()
         assert task is not None
         live.tasks.add(task)

@@ -71,6 +71,7 @@ class SessionPool:
         lost_after: Seconds a broken connection is investigated before the call is given up
             as `BACKEND_UNAVAILABLE`; Ray notices a dead node after about 13 s by default.
         start_timeout: Seconds hosts may take to start (placement, worker start-up).
+        open_timeout: Seconds making a session's workspace may take (a first git clone).
         base_dir: Where hosts keep their files on each node (default: the system temp dir).
         cache_dir: Node-local cache for workspaces (git mirrors), kept across pools.
         **session_defaults: `Runtime` options for every session (`mode`, `allow`, `ask`,
@@ -98,6 +99,7 @@ class SessionPool:
         probe_timeout: float = 5.0,
         lost_after: float = 30.0,
         start_timeout: float = 300.0,
+        open_timeout: float = 900.0,
         base_dir: str | None = None,
         cache_dir: str | None = None,
         **session_defaults: Any,
@@ -143,6 +145,7 @@ class SessionPool:
         self._replacing: asyncio.Future[None] | None = None
         self._local: str | None = None
         self._start_timeout = start_timeout
+        self._open_timeout = open_timeout
         self._closed = False
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -201,6 +204,7 @@ class SessionPool:
                 where,
                 self._secret,
                 local_node=self._local,
+                margin=self._margin,
                 grace=self._grace,
                 probe_timeout=self._probe_timeout,
                 lost_after=self._lost_after,
@@ -250,6 +254,10 @@ class SessionPool:
         if self._closed:
             return
         self._closed = True
+        for pending in (self._starting, self._replacing):  # hosts still starting end too
+            if pending is not None:
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(pending)
         for rt in list(self._open):
             rt._lost = rt._lost or _failures.lost("closed")  # pyright: ignore[reportPrivateUsage]
         self._open.clear()
@@ -308,10 +316,15 @@ class SessionPool:
         _check_options(options)
         if self._closed:
             raise ConfigurationError("this pool is closed")
-        await self.start()
+        sid = uuid.uuid4().hex[:16]
+        try:
+            await self.start()
+        except Exception as exc:  # no host could start: tried again on the next open
+            self._starting = None
+            detail = f"the pool's hosts did not start: {_ray.first_line(exc)}"
+            return self._unopened(sid, _failures.unavailable("no_host", detail=detail))
         await self._admit()
         merged = {**self._defaults, **options}
-        sid = uuid.uuid4().hex[:16]
         give_up = time.monotonic() + wait
         workspace = workspace or EmptyWorkspace()
         idle = idle_ttl if idle_ttl is not None else self._idle_ttl
@@ -330,29 +343,32 @@ class SessionPool:
                 await self._room(give_up)
                 tried.clear()
                 continue
-            link.sessions += 1
+            link.opening += 1
             try:
                 outcome = await link.exchange(
                     "open",
                     (sid, workspace, merged, idle, life),
-                    backstop=600.0,
+                    backstop=self._open_timeout,
                     cancel=None,
                     call_id="",
                     tool_name="",
                     locale=str(merged.get("locale") or "en"),
                 )
             except BaseException:
-                link.sessions -= 1
+                link.notify("close", (sid,))  # a session made after we left is ended at once
                 raise
+            finally:
+                link.opening -= 1
             if isinstance(outcome, ToolResult):
-                link.sessions -= 1
                 if outcome.error is ErrorCode.SESSION_LOST:
                     tried.add(link.index)
                     continue  # that host died before the session was made: try another
+                link.notify("close", (sid,))
                 return self._unopened(sid, outcome)
             info, _ = outcome
-            if info.get("full"):
-                link.sessions -= 1
+            # The host's own count: sessions it ended (time limits) are free again here.
+            link.sessions = int(info.get("sessions", link.sessions + 1))
+            if info.get("full") or info.get("abandoned"):
                 tried.add(link.index)
                 continue
             rt = RemoteRuntime(
@@ -373,11 +389,12 @@ class SessionPool:
     def _pick(self, labels: Mapping[str, str] | None, tried: set[int]) -> HostLink | None:
         best: HostLink | None = None
         for link in self.links:
-            if link.index in tried or link.sessions >= self.max_sessions_per_host:
+            load = link.sessions + link.opening
+            if link.index in tried or load >= self.max_sessions_per_host:
                 continue
             if not self._fits(link, labels):
                 continue
-            if best is None or link.sessions < best.sessions:
+            if best is None or load < best.sessions + best.opening:
                 best = link
         return best
 
@@ -394,7 +411,7 @@ class SessionPool:
             self._open.discard(rt)
             link = rt._link  # pyright: ignore[reportPrivateUsage]
             if link is not None:
-                link.sessions -= 1
+                link.sessions = max(0, link.sessions - 1)
             if self._freed is not None:
                 self._freed.set()
 

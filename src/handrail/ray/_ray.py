@@ -32,6 +32,8 @@ __all__ = [
     "Liveness",
     "create_host",
     "current_node",
+    "first_line",
+    "is_dead",
     "kill",
     "node_labels",
     "probe",
@@ -58,6 +60,10 @@ class HostActor:
     def ping(self) -> int:
         """Alive: the PID."""
         return self.core.ping()
+
+    async def watch(self) -> None:
+        """Never returns while the host lives: clients await it to learn of its death."""
+        await asyncio.Event().wait()
 
     def stats(self) -> dict[str, Any]:
         """The host's load."""
@@ -148,11 +154,11 @@ async def probe(actor: Any, timeout: float) -> tuple[Liveness, str]:
         async with asyncio.timeout(timeout):
             await actor.ping.remote()
     except ActorDiedError as exc:
-        return "dead", _first_line(exc)
+        return "dead", first_line(exc)
     except ActorUnavailableError as exc:
-        return "unknown", _first_line(exc)
+        return "unknown", first_line(exc)
     except RayActorError as exc:
-        return "dead", _first_line(exc)
+        return "dead", first_line(exc)
     except TimeoutError:
         return "unknown", f"no answer to a ping within {timeout:g} s"
     return "alive", ""
@@ -169,7 +175,8 @@ def kill(actor: Any) -> None:
         _RAY.kill(actor, no_restart=True)
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of a Ray error's text (its tracebacks are long)."""
     text = str(exc).strip()
     return text.splitlines()[0][:500] if text else type(exc).__name__
 

@@ -12,6 +12,7 @@ answered gets the loss as its result, in order, so the consumer's loop still end
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
@@ -19,11 +20,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._context import Session
-from .._contract import Approval, ProgressEvent, ToolCall, ToolResult
+from .._contract import Approval, ErrorCode, ProgressEvent, ToolCall, ToolResult
 from ..errors import ConfigurationError
 from ..runtime import Batch
 from . import _failures
-from ._wire import END, ERROR, ITEM, Channel, ChannelClosed
+from ._wire import END, ITEM, Channel, ChannelClosed
 
 if TYPE_CHECKING:
     from ._client import RemoteRuntime
@@ -88,6 +89,7 @@ class RemoteStream:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._forget_calls()
         if self._channel is not None and not self._finished:
             reason = "The call was cancelled because the batch was abandoned."
             self._send("cancel_stream", self._key, None, reason)
@@ -96,7 +98,10 @@ class RemoteStream:
 
     def _send(self, op: str, *args: Any) -> None:
         if self._channel is not None and self._channel.closed is None:
-            self._channel.request(op, *args)
+            try:
+                self._channel.request(op, *args)
+            except ChannelClosed:
+                pass  # the stream learns of it from its queue
 
     def submit(self, call: ToolCall) -> None:
         """Add a call whose arguments are complete; it starts in the host when the rules allow."""
@@ -106,6 +111,7 @@ class RemoteStream:
             raise ConfigurationError(f"duplicate call id {call.id!r} in one batch")
         self._ids.add(call.id)
         self._calls.append(call)
+        self._rt._streamed[call.id] = self  # pyright: ignore[reportPrivateUsage]
         self._send("submit", self._key, call)
 
     def close(self) -> None:
@@ -116,6 +122,19 @@ class RemoteStream:
     def cancel(self, call_id: str | None = None, reason: str = "The call was cancelled.") -> None:
         """Cancel one call (or every unfinished call); their results become CANCELLED."""
         self._send("cancel_stream", self._key, call_id, reason)
+
+    def cancel_one(self, call_id: str, reason: str) -> bool:
+        """Cancel one call of this stream that has no result yet; False if there is none."""
+        if self._finished or call_id not in {c.id for c in self._calls[len(self._results) :]}:
+            return False
+        self.cancel(call_id, reason)
+        return True
+
+    def _forget_calls(self) -> None:
+        streamed = self._rt._streamed  # pyright: ignore[reportPrivateUsage]
+        for call in self._calls:
+            if streamed.get(call.id) is self:
+                del streamed[call.id]
 
     @property
     def batch(self) -> RemoteBatch:
@@ -142,15 +161,25 @@ class RemoteStream:
                 yield failed
             self._finished = True
             return
+        link = rt._link  # pyright: ignore[reportPrivateUsage]
+        assert link is not None and self._channel is not None
+        extend: float | None = None
         while True:
-            pending = [c for c in self._calls[len(self._results) :]]
+            pending = self._calls[len(self._results) :]
             wait = max((rt._backstop(c.name) for c in pending), default=None)  # pyright: ignore[reportPrivateUsage]
+            if extend is not None:
+                wait, extend = extend, None
             try:
                 if wait is None or not self._closed:
                     status, value, _ = await queue.get()
                 else:
                     status, value, _ = await asyncio.wait_for(queue.get(), wait)
             except TimeoutError:
+                # Still waiting to start in the host, or within its own limit: wait on.
+                left = await link.time_left(self._channel, rt.session_id, pending[0].id)
+                if left is not None and left > 0:
+                    extend = (wait or 0.0) if math.isinf(left) else left + rt._margin  # pyright: ignore[reportPrivateUsage]
+                    continue
                 async for r in self._give_up("timeout", wait or 0.0):
                     yield r
                 return
@@ -166,15 +195,26 @@ class RemoteStream:
                     rt._apply_state(value[2])  # pyright: ignore[reportPrivateUsage]
                     self._final = RemoteBatch(calls, results, rt.session)
                     return
-                rt._lost = rt._lost or value[1]  # pyright: ignore[reportPrivateUsage]
+                rt._set_lost(value[1])  # pyright: ignore[reportPrivateUsage]
                 for call in self._calls[len(self._results) :]:
                     r = replace(value[1], call_id=call.id, tool_name=call.name)
                     self._results.append(r)
                     yield r
                 return
-            else:
-                assert status == ERROR
+            elif isinstance(value, ChannelClosed):
                 async for r in self._give_up("broken", 0.0, value):
+                    yield r
+                return
+            else:  # the host failed the stream itself (not a tool): the connection is fine
+                self._finished = True
+                for call in self._calls[len(self._results) :]:
+                    r = ToolResult.failure(
+                        ErrorCode.EXECUTION_ERROR,
+                        f"The session host could not run this call: {value}",
+                        metadata={"executed": "unknown"},
+                    )
+                    r = replace(r, call_id=call.id, tool_name=call.name)
+                    self._results.append(r)
                     yield r
                 return
 
@@ -194,6 +234,6 @@ class RemoteStream:
         )
         rt._note_failure(failure)  # pyright: ignore[reportPrivateUsage]
         for call in self._calls[len(self._results) :]:
-            r = replace(failure, call_id=call.id, tool_name=call.name)
+            r = _failures.restamp(failure, call.id, call.name, "unknown", rt.locale)
             self._results.append(r)
             yield r

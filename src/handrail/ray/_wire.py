@@ -4,10 +4,13 @@ Ray places the hosts, supervises them and reports their deaths; the calls themse
 over a socket the host serves. An actor method round trip costs about 1 ms on a small machine,
 this channel about 0.1 ms (`bench/ray.py` measures both).
 
-A frame is a 4-byte big-endian length and a pickle. Nothing is unpickled before a mutual
-challenge-response with the pool's secret (HMAC-SHA256 over both sides' nonces): a process that
-does not hold the secret can neither make a host run a call nor feed a client a pickle. The
-secret reaches the hosts through Ray (the actor's constructor), like everything else Ray
+Nothing is unpickled before a mutual challenge-response with the pool's secret (HMAC-SHA256
+over both sides' nonces): a process that does not hold the secret can neither make a host run a
+call nor feed a client a pickle. Each side then derives a key per direction from the secret and
+both nonces, and every frame carries a tag (HMAC-SHA256 over its sequence number and its bytes,
+16 bytes kept), checked before the frame is unpickled: whoever sits on the path cannot inject,
+replay or reorder frames either. A frame is a 4-byte big-endian length, the tag, the pickle.
+The secret reaches the hosts through Ray (the actor's constructor), like everything else Ray
 carries; the channel is authenticated, not encrypted, as Ray's own gRPC is by default.
 
 Client to host: `(rid, op, args)`. Host to client: `(rid, status, value, extra)`, where status
@@ -25,7 +28,10 @@ import os
 import pickle
 import struct
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
+
+from .._contract import ToolResult
 
 __all__ = [
     "END",
@@ -61,27 +67,62 @@ def _mac(secret: bytes, label: bytes, *parts: bytes) -> bytes:
     return hmac.new(secret, label + b"".join(parts), hashlib.sha256).digest()
 
 
-def pack(obj: Any) -> bytes:
-    """One frame: length, then the pickle."""
+TAG = 16
+
+
+class Seal:
+    """One direction's frame tags: HMAC-SHA256 over a sequence number and the frame."""
+
+    __slots__ = ("key", "seq")
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+        self.seq = 0
+
+    def tag(self, data: bytes) -> bytes:
+        """The next frame's tag (each tag is used once, in order)."""
+        seq = self.seq
+        self.seq = seq + 1
+        return hmac.digest(self.key, seq.to_bytes(8, "big") + data, "sha256")[:TAG]
+
+
+def _seals(secret: bytes, client: bytes, host: bytes) -> tuple[Seal, Seal]:
+    """(client to host, host to client) for one connection."""
+    key = _mac(secret, b"keys", client, host)
+    return Seal(_mac(key, b"c2h")), Seal(_mac(key, b"h2c"))
+
+
+def pack(obj: Any, seal: Seal) -> bytes:
+    """One frame: length, tag, then the pickle."""
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return _LEN.pack(len(data)) + data
+    return _LEN.pack(len(data)) + seal.tag(data) + data
 
 
-async def read_frame(reader: asyncio.StreamReader) -> Any:
-    """The next frame's object; EOF and short reads raise `asyncio.IncompleteReadError`."""
+async def read_frame(reader: asyncio.StreamReader, seal: Seal) -> Any:
+    """The next frame's object, once its tag checks out.
+
+    EOF and short reads raise `asyncio.IncompleteReadError`; a bad tag or size `ChannelClosed`.
+    """
     (size,) = _LEN.unpack(await reader.readexactly(4))
     if size > MAX_FRAME:
         raise ChannelClosed(f"frame of {size} bytes is over the limit")
-    return pickle.loads(await reader.readexactly(size))
+    block = await reader.readexactly(TAG + size)
+    data = block[TAG:]
+    if not hmac.compare_digest(block[:TAG], seal.tag(data)):
+        raise ChannelClosed("a frame failed authentication")
+    return pickle.loads(data)
 
 
 async def client_handshake(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, secret: bytes
-) -> None:
-    """Prove we hold the secret and check that the host does; raises `ChannelClosed`."""
+) -> tuple[Seal, Seal]:
+    """Prove we hold the secret and check that the host does; raises `ChannelClosed`.
+
+    Returns the seals (for what we send, for what we read).
+    """
     mine = os.urandom(NONCE)
-    writer.write(MAGIC + mine)
     try:
+        writer.write(MAGIC + mine)
         async with asyncio.timeout(HANDSHAKE_SECONDS):
             answer = await reader.readexactly(NONCE + 32)
     except (TimeoutError, asyncio.IncompleteReadError, OSError) as exc:
@@ -89,25 +130,33 @@ async def client_handshake(
     theirs, proof = answer[:NONCE], answer[NONCE:]
     if not hmac.compare_digest(proof, _mac(secret, b"host", mine, theirs)):
         raise ChannelClosed("the host failed authentication (wrong secret)")
-    writer.write(_mac(secret, b"client", theirs, mine))
-    await writer.drain()
+    try:
+        writer.write(_mac(secret, b"client", theirs, mine))
+        await writer.drain()
+    except OSError as exc:
+        raise ChannelClosed(f"the host hung up during the handshake: {exc!r}") from None
+    return _seals(secret, mine, theirs)
 
 
 async def _server_handshake(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, secret: bytes
-) -> bool:
+) -> tuple[Seal, Seal] | None:
+    # The seals (for what the host sends, for what it reads), or None: hang up.
     try:
         async with asyncio.timeout(HANDSHAKE_SECONDS):
             hello = await reader.readexactly(len(MAGIC) + NONCE)
             if hello[: len(MAGIC)] != MAGIC:
-                return False
+                return None
             theirs = hello[len(MAGIC) :]
             mine = os.urandom(NONCE)
             writer.write(mine + _mac(secret, b"host", theirs, mine))
             proof = await reader.readexactly(32)
     except (TimeoutError, asyncio.IncompleteReadError, OSError):
-        return False
-    return hmac.compare_digest(proof, _mac(secret, b"client", mine, theirs))
+        return None
+    if not hmac.compare_digest(proof, _mac(secret, b"client", mine, theirs)):
+        return None
+    to_host, to_client = _seals(secret, theirs, mine)
+    return to_client, to_host
 
 
 Handler = Callable[..., Any]
@@ -125,18 +174,24 @@ async def serve_connection(
     """Serve one client until it disconnects; its unfinished operations are cancelled."""
     tasks: dict[int, asyncio.Task[Any]] = {}
     try:
-        if not await _server_handshake(reader, writer, secret):
+        seals = await _server_handshake(reader, writer, secret)
+        if seals is None:
             return
+        out, into = seals
         transport = writer.transport
 
         def send(rid: int, status: int, value: Any, extra: Any = None) -> None:
             if transport.is_closing():
                 return
             try:
-                frame = pack((rid, status, value, extra))
-            except Exception as exc:  # an unpicklable value: say so rather than hang the caller
-                frame = pack((rid, ERROR, f"the host could not send its answer: {exc!r}", None))
-            writer.write(frame)
+                data = pickle.dumps((rid, status, value, extra), protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # a tool put something pickle cannot carry in a result
+                value = _sendable(value, exc)
+                try:
+                    data = pickle.dumps((rid, status, value, extra), pickle.HIGHEST_PROTOCOL)
+                except Exception:
+                    data = pickle.dumps((rid, ERROR, f"the host could not send: {exc!r}", None))
+            writer.write(_LEN.pack(len(data)) + out.tag(data) + data)
 
         async def run(rid: int, coro: Awaitable[Any]) -> None:
             try:
@@ -157,7 +212,7 @@ async def serve_connection(
 
         while True:
             try:
-                rid, op, args = await read_frame(reader)
+                rid, op, args = await read_frame(reader, into)
             except (asyncio.IncompleteReadError, ConnectionError, OSError):
                 return
             handler = handlers.get(op)
@@ -203,6 +258,15 @@ async def serve_connection(
             await writer.wait_closed()
 
 
+def _sendable(value: Any, exc: Exception) -> Any:
+    # A result whose metadata or structured content will not pickle still reaches the model:
+    # its text is what matters, and the note says what was left behind.
+    if isinstance(value, ToolResult):
+        note = {"unsendable": f"metadata and structured content left in the host: {exc!r}"}
+        return replace(value, metadata=note, structured=None)
+    return value
+
+
 class Extra:
     """A handler's answer with something on the side (the session's new tool state)."""
 
@@ -216,9 +280,12 @@ class Extra:
 class Channel:
     """The client end of one connection: many requests in flight, matched by id."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, seals: tuple[Seal, Seal]
+    ) -> None:
         self._reader = reader
         self._writer = writer
+        self._out, self._in = seals
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[tuple[int, Any, Any]]] = {}
         self._streams: dict[int, asyncio.Queue[tuple[int, Any, Any]]] = {}
@@ -240,11 +307,11 @@ class Channel:
         except (TimeoutError, OSError) as exc:
             raise ChannelClosed(f"could not connect to the host at {address}: {exc!r}") from None
         try:
-            await client_handshake(reader, writer, secret)
+            seals = await client_handshake(reader, writer, secret)
         except BaseException:
             writer.close()
             raise
-        return cls(reader, writer)
+        return cls(reader, writer, seals)
 
     def request(self, op: str, *args: Any) -> asyncio.Future[tuple[int, Any, Any]]:
         """Send one operation; the future gets `(status, value, extra)`."""
@@ -255,9 +322,10 @@ class Channel:
         if self.closed is not None:
             raise ChannelClosed(str(self.closed))
         rid = next(self._ids)
+        frame = pack((rid, op, args), self._out)  # before anything is registered: may raise
         future: asyncio.Future[tuple[int, Any, Any]] = self.loop.create_future()
         self._pending[rid] = future
-        self._writer.write(pack((rid, op, args)))
+        self._writer.write(frame)
         return rid, future
 
     def rewait(self, rid: int) -> asyncio.Future[tuple[int, Any, Any]]:
@@ -273,9 +341,10 @@ class Channel:
         if self.closed is not None:
             raise ChannelClosed(str(self.closed))
         rid = next(self._ids)
+        frame = pack((rid, op, args), self._out)
         queue: asyncio.Queue[tuple[int, Any, Any]] = asyncio.Queue()
         self._streams[rid] = queue
-        self._writer.write(pack((rid, op, args)))
+        self._writer.write(frame)
         return rid, queue
 
     def forget(self, rid: int) -> None:
@@ -287,7 +356,7 @@ class Channel:
         pending, streams = self._pending, self._streams
         try:
             while True:
-                rid, status, value, extra = await read_frame(reader)
+                rid, status, value, extra = await read_frame(reader, self._in)
                 future = pending.pop(rid, None)
                 if future is not None:
                     if not future.done():
@@ -303,6 +372,11 @@ class Channel:
             raise
         except BaseException as exc:
             self._fail(ChannelClosed(f"the connection to the host ended: {exc!r}"))
+
+    def fail(self, exc: ChannelClosed) -> None:
+        """End the channel: every request and stream waiting on it gets `exc`."""
+        if self.closed is None:
+            self._fail(exc)
 
     def _fail(self, exc: ChannelClosed) -> None:
         self.closed = exc

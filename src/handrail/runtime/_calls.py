@@ -78,3 +78,5 @@ class RunState:
     progress: ProgressFunc | None = None
     safe: bool | None = None
     """The call's concurrency safety, when the scheduler has worked it out already."""
+    ends: float | None = None
+    """When its time limit ends (`time.monotonic()`), once it runs."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from contextvars import Token
 from dataclasses import replace
@@ -78,10 +79,24 @@ class Runner:
             str, RunState | tuple[asyncio.Task[Any] | None, ToolContext | None]
         ] = {}
         self._stops: dict[str, RunState] = {}
+        self._queued: set[str] = set()  # calls waiting for the session gate or a command slot
         self.command_slots: asyncio.Semaphore | None = None
         """Slots shared by runtimes (a host's many sessions): a call of an execute tool that is
         not read-only for its input holds one while it runs, so a few heavy commands cannot
         starve the rest. None: no cap."""
+
+    def time_left(self, call_id: str) -> float | None:
+        """Seconds until a running call's time limit (negative once past it).
+
+        `math.inf` while it waits to start (its limit has not started), None when it is not
+        running or has no limit. For a host that watches its calls from another process.
+        """
+        if call_id in self._queued:
+            return math.inf
+        entry = self._running.get(call_id)
+        if isinstance(entry, RunState) and entry.ends is not None:
+            return entry.ends - time.monotonic()
+        return None
 
     def cancel(self, call_id: str, reason: str) -> bool:
         """Cancel a running call; its result becomes CANCELLED. False if it is not running."""
@@ -140,14 +155,22 @@ class Runner:
             if inside:  # a call made from inside a running call: its holder's child gate
                 gate = inner_gate(gate, inside)
             if not gate.try_enter(shared):
-                await gate.enter(shared)
+                self._queued.add(call.id)
+                try:
+                    await gate.enter(shared)
+                finally:
+                    self._queued.discard(call.id)
                 if ctx is not None and timeout is not None:
                     ctx.deadline = time.monotonic() + timeout
             entered = True
             slots = self.command_slots
             if slots is not None and tool.kind is ToolKind.EXECUTE and not _read_only(tool, p.args):
                 # Waiting for a slot is not running either: the time limit starts after it.
-                await slots.acquire()
+                self._queued.add(call.id)
+                try:
+                    await slots.acquire()
+                finally:
+                    self._queued.discard(call.id)
                 slot = slots
                 if ctx is not None and timeout is not None:
                     ctx.deadline = time.monotonic() + timeout
@@ -156,6 +179,7 @@ class Runner:
             if timeout is not None and task is not None:
                 assert state is not None
                 timer = asyncio.get_running_loop().call_later(timeout, _expire, state)
+                state.ends = time.monotonic() + timeout
             if tool.is_async:
                 value = await tool.run(p.args, ctx)  # pyright: ignore[reportArgumentType]
             elif plan.thread:

@@ -34,6 +34,7 @@ import functools
 import os
 import shutil
 import signal
+import subprocess
 from collections.abc import Callable
 
 __all__ = ["DEATH_SIGNAL", "ParentDeath", "die_with_parent", "supervised_argv", "supported"]
@@ -167,7 +168,18 @@ def supervised_argv(shell: str, command: str, *, pid_namespace: bool) -> list[st
 
 @functools.cache
 def _setpriv() -> str | None:
-    return shutil.which("setpriv")
+    # --pdeathsig came with util-linux 2.33 (2018): an older setpriv would refuse the option
+    # and the command would never run, so it is used only when its help lists the option.
+    found = shutil.which("setpriv")
+    if found is None:
+        return None
+    try:
+        done = subprocess.run(
+            [found, "--help"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found if "--pdeathsig" in done.stdout + done.stderr else None
 
 
 def supported() -> bool:
