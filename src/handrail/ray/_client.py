@@ -240,6 +240,10 @@ class RemoteRuntime:
             return replace(failed, call_id=cid, tool_name=name)
         finally:
             self._running.discard(cid)
+        return self._settle(outcome)
+
+    def _settle(self, outcome: tuple[Any, Any] | ToolResult) -> Any:
+        # An exchange's answer: the session's new state applied, a loss remembered.
         if isinstance(outcome, ToolResult):
             return self._note_failure(outcome)
         value, extra = outcome
@@ -291,13 +295,7 @@ class RemoteRuntime:
                 f"The session host could not do this: {exc}",
                 metadata={"executed": "unknown"},
             )
-        if isinstance(outcome, ToolResult):
-            return self._note_failure(outcome)
-        value, extra = outcome
-        self._apply_state(extra)
-        if isinstance(value, ToolResult) and value.error is ErrorCode.SESSION_LOST:
-            self._set_lost(value)
-        return value
+        return self._settle(outcome)
 
     async def call_many(self, calls: Sequence[ToolCall]) -> RemoteBatch:
         """Run a batch in the host (its scheduler groups the calls); results in request order.

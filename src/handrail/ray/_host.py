@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .._contract import Approval, Interrupted, ProgressEvent, ToolCall, ToolResult
+from .._contract import Approval, Interrupted, ToolCall, ToolResult
 from .._registry import Registry
 from .._tool import Tool
 from ..runtime import Batch, Runtime, StreamingExecutor
@@ -537,7 +537,7 @@ class HostCore:
                     _apply(ex, op, args)
                 stream.early.clear()
                 async for item in ex:
-                    emit(_item(item))
+                    emit(item)
                 batch = ex.batch
             return ("done", (batch.calls, batch.results), self._state(live))
         except asyncio.CancelledError:
@@ -583,10 +583,6 @@ def _apply(ex: StreamingExecutor, op: str, args: tuple[Any, ...]) -> None:
             ex.cancel(args[0], args[1])
     except Exception:
         logger.exception("stream operation %s failed", op)
-
-
-def _item(item: ProgressEvent | ToolResult) -> ProgressEvent | ToolResult:
-    return item
 
 
 async def _done(value: Any) -> Any:

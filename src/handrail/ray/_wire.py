@@ -193,7 +193,8 @@ async def serve_connection(
                     data = pickle.dumps((rid, ERROR, f"the host could not send: {exc!r}", None))
             writer.write(_LEN.pack(len(data)) + out.tag(data) + data)
 
-        async def run(rid: int, coro: Awaitable[Any]) -> None:
+        async def run(rid: int, coro: Awaitable[Any], done: int = OK) -> None:
+            # An operation's final answer (OK, or END after a stream's items), or its error.
             try:
                 value = await coro
             except asyncio.CancelledError:
@@ -202,9 +203,9 @@ async def serve_connection(
                 send(rid, ERROR, f"{type(exc).__name__}: {exc}")
             else:
                 if isinstance(value, Extra):
-                    send(rid, OK, value.value, value.extra)
+                    send(rid, done, value.value, value.extra)
                 else:
-                    send(rid, OK, value)
+                    send(rid, done, value)
             finally:
                 tasks.pop(rid, None)
             if transport.get_write_buffer_size() > _HIGH_WATER:
@@ -237,19 +238,7 @@ async def serve_connection(
             def emit(item: Any, *, _rid: int = rid) -> None:
                 send(_rid, ITEM, item)
 
-            async def stream(rid: int, coro: Awaitable[Any]) -> None:
-                try:
-                    value = await coro
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    send(rid, ERROR, f"{type(exc).__name__}: {exc}")
-                else:
-                    send(rid, END, value)
-                finally:
-                    tasks.pop(rid, None)
-
-            tasks[rid] = asyncio.create_task(stream(rid, opener(emit, rid, *args)))
+            tasks[rid] = asyncio.create_task(run(rid, opener(emit, rid, *args), END))
     finally:
         for task in list(tasks.values()):
             task.cancel()
