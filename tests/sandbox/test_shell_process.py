@@ -253,6 +253,73 @@ async def test_a_stopped_command_gets_its_grace_and_its_status_passes_through(
 
 @needs_linux
 @pytest.mark.parametrize("kind", ["namespace", "no_namespace"])
+async def test_a_command_stopped_as_it_starts_still_gets_sigterm(kind: str, tmp_path: Path) -> None:
+    # A SIGTERM sent while the supervisor's first child is still setting up is dropped (the
+    # namespace's PID 1 drops unhandled signals; a fresh child still ignores SIGTERM as the
+    # supervisor does): the command must get one anyway, not sit out the grace and be
+    # SIGKILLed. Ended by SIGTERM (143; -15: the supervisor itself, before its first line) or
+    # by its trap (3), never killed (-9, 137).
+    conf = confinement(kind)
+    codes: list[int | None] = []
+    try:
+        for _ in range(15):
+            cap = OutputCapture(None)
+            proc = await ShellProcess.start(
+                "trap 'exit 3' TERM; while :; do sleep 0.05; done",
+                cwd=tmp_path,
+                env=dict(os.environ),
+                capture=cap,
+                confinement=conf,
+            )
+            try:
+                await proc.stop("stop", grace=5)
+                codes.append(proc.returncode)
+            finally:
+                await proc.aclose()
+                cap.close()
+    finally:
+        if conf is not None:
+            conf.close()
+    assert set(codes) <= {3, 143, -15}, codes
+
+
+@needs_linux
+@pytest.mark.parametrize("kind", ["namespace", "no_namespace"])
+async def test_a_stopped_command_leaves_nothing_running(kind: str, tmp_path: Path) -> None:
+    # "Stopped" means gone: once stop() returns, no process of the command is left running,
+    # also those SIGKILLed at the end of the grace (a signal lands after kill(2) returns).
+    sleep = f"1000.{uuid.uuid4().int % 10**9:09d}"
+    conf = confinement(kind)
+    try:
+        for _ in range(5):
+            cap = OutputCapture(None)
+            proc = await ShellProcess.start(
+                f"trap '' TERM; sleep {sleep} & sleep {sleep} & ( trap '' TERM; sleep {sleep} ) "
+                f"& wait",
+                cwd=tmp_path,
+                env=dict(os.environ),
+                capture=cap,
+                confinement=conf,
+            )
+            try:
+                for _ in range(500):  # bounded at ~5 s
+                    if len(marked(sleep)) >= 3:
+                        break
+                    await asyncio.sleep(0.01)
+                await proc.stop("stop", grace=0.05)
+                assert marked(sleep) == []
+            finally:
+                await proc.aclose()
+                cap.close()
+                for pid in marked(sleep):
+                    os.kill(pid, signal.SIGKILL)
+    finally:
+        if conf is not None:
+            conf.close()
+
+
+@needs_linux
+@pytest.mark.parametrize("kind", ["namespace", "no_namespace"])
 async def test_the_command_keeps_default_signals_and_bash_env_runs_once(
     kind: str, tmp_path: Path
 ) -> None:

@@ -35,6 +35,39 @@ __all__ = ["SandboxSetupError", "ShellProcess", "find_shell", "read_log"]
 
 GRACE_SECONDS = 2.0
 DRAIN_SECONDS = 2.0
+KILL_WAIT_SECONDS = 2.0
+_SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
+
+
+_GONE = (b"Z", b"X", b"x")
+
+
+def _proc_stat(pid: int) -> tuple[bytes, int]:
+    """A process's state letter and parent PID (state "X" when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        # The command name may hold spaces and parentheses: fields follow the last ") ".
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        return fields[0], int(fields[1])
+    except (OSError, ValueError, IndexError):
+        return b"X", 0
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and has not exited (a zombie, or one being reaped, has)."""
+    return _proc_stat(pid)[0] not in _GONE
+
+
+def _ignores_term(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"SigIgn:"):
+                    return bool(int(line.split()[1], 16) & _SIGTERM_BIT)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
 
 
 def find_shell() -> str:
@@ -102,9 +135,11 @@ class ShellProcess:
         self.pid: int = transport.get_pid()
         """The supervisor shell's process id (the host's view); the command runs below it."""
         self.started = time.monotonic()
-        self._ns = open_namespace(self.pid) if confined else -1
-        self.pid_namespace = self._ns >= 0
+        self.pid_namespace = confined
         """The command runs in its own PID namespace."""
+        # The kernel shows the namespace only once its first process exists, which may be
+        # just after the spawn returns: `_family` looks again until it is found.
+        self._ns = open_namespace(self.pid) if confined else -1
         self._pipe_inodes = pipe_inodes
         self.killed_by: Literal["timeout", "cancel", "stop"] | None = None
         """Why handrail stopped the command, if it did."""
@@ -232,8 +267,12 @@ class ShellProcess:
         return True
 
     def _family(self) -> list[int]:
+        if self.pid_namespace and self._ns < 0 and not self._finished:
+            self._ns = open_namespace(self.pid)
         if self._ns >= 0:
             return members_of(self._ns)
+        # No namespace, or not found yet (the supervisor has not forked, or has just died):
+        # whatever is in one is below the supervisor too.
         return sorted(set(_descendants(self.pid)) | set(_pipe_holders(self._pipe_inodes)))
 
     def _signal(self, sig: signal.Signals) -> None:
@@ -243,21 +282,77 @@ class ShellProcess:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(p, sig)
 
+    def _terminate(self, delivered: set[int], first: bool) -> bool:
+        """SIGTERM each process of the tree still owed one; False once none can be.
+
+        `delivered` holds the PIDs known to have got it. A SIGTERM can be lost in two ways: the
+        namespace's PID 1 drops every signal it has no handler for (so a command it forks
+        after the first SIGTERM never saw one), and a process the supervisor just forked
+        ignores SIGTERM (the supervisor's own setting) until its first line resets it. So a
+        process is owed one when it has not got it and its parent has not either (a child
+        started by a process that did get it is that process's business: a cleanup step, say).
+        A disposition only goes from ignored to default on that path, so a PID seen not
+        ignoring SIGTERM before the signal was sent got it.
+        """
+        if first:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGTERM)
+        owed = False
+        for p in self._family():
+            if p == self.pid or p in delivered:
+                continue
+            state, parent = _proc_stat(p)
+            if state in _GONE or (not first and parent in delivered):
+                continue
+            init = self.pid_namespace and parent == self.pid
+            ignoring = init or _ignores_term(p)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(p, signal.SIGTERM)
+            if ignoring:
+                owed = True
+            else:
+                delivered.add(p)
+        return owed or self.pid_namespace
+
+    def _live_family(self) -> list[int]:
+        return [p for p in self._family() if _alive(p)]
+
+    async def _until_gone(self, seconds: float) -> None:
+        """Wait (at most `seconds`) until no process of the tree is left but zombies.
+
+        A SIGKILL is delivered later than kill(2) returns: a caller told "stopped" should not
+        still find the command running.
+        """
+        deadline = time.monotonic() + seconds
+        delay = 0.002
+        while self._live_family() and time.monotonic() < deadline:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
     async def stop(
         self,
         reason: Literal["timeout", "cancel", "stop"] = "stop",
         grace: float = GRACE_SECONDS,
     ) -> None:
-        """SIGTERM the whole tree, SIGKILL after `grace` seconds, then drain and finish."""
+        """SIGTERM the whole tree, SIGKILL after `grace` seconds, then drain and finish.
+
+        Returns once the tree is gone (each process exited; the kernel may not yet have reaped
+        every one), or after a further `KILL_WAIT_SECONDS` if the kernel is slower than that.
+        """
         if self.killed_by is None and (self.running or self._family()):
             self.killed_by = reason
-        self._signal(signal.SIGTERM)
+        delivered: set[int] = set()
+        owed = self._terminate(delivered, first=True)
         deadline = time.monotonic() + grace
         delay = 0.005
         while time.monotonic() < deadline and (self.running or self._family()):
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.05)
-        self._signal(signal.SIGKILL)
+            if owed:
+                owed = self._terminate(delivered, first=False)
+        if self.running or self._live_family():
+            self._signal(signal.SIGKILL)
+            await self._until_gone(KILL_WAIT_SECONDS)
         await self.finish()
 
     async def finish(self) -> None:
@@ -272,6 +367,7 @@ class ShellProcess:
         leftovers = not self._pipes.drained.is_set() and self._family()
         if leftovers:
             self._signal(signal.SIGKILL)
+            await self._until_gone(KILL_WAIT_SECONDS)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._pipes.drained.wait(), DRAIN_SECONDS)
         self._transport.close()
