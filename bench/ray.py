@@ -6,8 +6,10 @@ One command, in the dev environment (`pip install -e ".[dev]"` brings Ray, httpx
     python bench/ray.py --quick               # smoke run: 64 sessions x 20 calls, about 3 min
     python bench/ray.py --sizes 64,512 --calls 50 --only overhead throughput
 
-Ray runs on this machine only: `ray.init(num_cpus=<cpu count>, _node_ip_address="127.0.0.1")`,
-no dashboard, and every socket (hosts, serve replicas) is on 127.0.0.1. Every session has its
+Ray runs on this machine only: `ray.init(num_cpus=<cpu count>, _node_ip_address="127.0.0.1")`
+with `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0` (without it Ray on Linux swaps 127.0.0.1 for the
+machine's outward address), no dashboard, and every socket (hosts, serve replicas) is on
+127.0.0.1. Every session has its
 own workspace, a copy of a small generated repo (four .py files of about 50 lines): in process a
 `shutil.copytree`, for handrail.ray a `DirWorkspace(source)` that the host copies, for serve a
 subdirectory `sN/` of the replica's root (serve has one root per server, so the paths the
@@ -1294,6 +1296,8 @@ def main() -> int:
     opts.hold = 128 if opts.quick else 512
     opts.fault_sessions = 32
 
+    # Read once, when Ray is imported: keeps the whole local cluster on 127.0.0.1.
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     import handrail
     import ray
 
@@ -1310,6 +1314,10 @@ def main() -> int:
         _node_ip_address="127.0.0.1",
         log_to_driver=False,
     )
+    addresses = {node["NodeManagerAddress"] for node in ray.nodes()}
+    if addresses != {"127.0.0.1"}:
+        ray.shutdown()
+        raise SystemExit(f"Ray left loopback ({addresses}): the benchmark stops here")
     base = Path(tempfile.mkdtemp(prefix="handrail-bench-ray-"))
     try:
         make_source(base / "source")

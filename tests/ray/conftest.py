@@ -15,6 +15,12 @@ from types import ModuleType
 
 import pytest
 
+# On Linux Ray turns a node address of 127.0.0.1 into the machine's outward address (the one
+# its default route uses), so `_node_ip_address` alone would not keep the cluster on loopback.
+# This switch (read once, when Ray is imported) makes Ray use 127.0.0.1 everywhere; the
+# workers and daemons inherit it. `ray_local` checks that it took.
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+
 
 def _load_tools() -> ModuleType:
     name = "handrail_ray_test_tools"
@@ -45,6 +51,8 @@ def ray_local() -> Iterator[None]:
         configure_logging=False,
     )
     try:
+        addresses = {node["NodeManagerAddress"] for node in ray.nodes()}
+        assert addresses == {"127.0.0.1"}, f"Ray left loopback: {addresses}"
         yield
     finally:
         ray.shutdown()
