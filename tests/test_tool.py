@@ -364,6 +364,18 @@ def test_class_form_schema_comes_from_args_model() -> None:
     assert SyncGreet().is_async is False
 
 
+async def test_instances_of_a_class_share_the_schema_work_but_not_the_schema() -> None:
+    # The schema is worked out once per model (a session builds a dozen tools); a caller
+    # editing one instance's schema (a description, say) leaves every other instance alone.
+    first, second = Greet(), Greet()
+    assert first.parameters == second.parameters
+    first.parameters["properties"]["who"]["description"] = "only here"
+    assert "description" not in second.parameters["properties"]["who"]
+    assert "description" not in Greet().parameters["properties"]["who"]
+    result = await run_one(second, '{"who": "ann", "Who": "x"}')
+    assert [i.path for i in result.issues] == ["/Who"]
+
+
 async def test_class_form_refuses_unknown_fields_without_extra_forbid() -> None:
     assert GreetArgs.model_config.get("extra") is None
     result = await run_one(Greet(), '{"who": "ann", "Who": "x"}')

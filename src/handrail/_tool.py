@@ -7,6 +7,7 @@ concurrency-safe, and destructive until it says otherwise.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import sys
@@ -126,7 +127,7 @@ class Tool:
                     f"tool {self.name or type(self).__name__!r} has no input schema: set "
                     "`args_model` to a Pydantic model, or use @tool / Tool.from_json_schema"
                 )
-            self.validator = PydanticArgs(_forbid_extra(model))
+            self.validator = _arguments_of(model).copy()
         self._finish()
 
     def _finish(self) -> None:
@@ -253,6 +254,13 @@ _OPTIONS = frozenset(
         "output_schema",
     }
 )
+
+
+@functools.lru_cache(maxsize=1024)
+def _arguments_of(model: type[BaseModel]) -> PydanticArgs:
+    # Building the schema costs about a millisecond a tool: a session that makes a dozen tools
+    # (coding_tools) would spend most of its start there. Bounded, for models made on the fly.
+    return PydanticArgs(_forbid_extra(model))
 
 
 def _forbid_extra(model: type[BaseModel]) -> type[BaseModel]:

@@ -8,6 +8,7 @@ pay nothing for it.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -91,6 +92,13 @@ class PydanticArgs:
         # the schema, so it is worked out once per location.
         self._walks: dict[tuple[str | int, ...], tuple[list[str | int], str, JsonSchema]] = {}
         self._fields = property_names(self._full_schema, self._full_schema)
+
+    def copy(self) -> PydanticArgs:
+        """The same validator with its own copy of `schema` (the costly parts are shared)."""
+        twin = object.__new__(PydanticArgs)
+        twin.__dict__.update(self.__dict__)
+        twin.schema = copy.deepcopy(self.schema)
+        return twin
 
     def _walk(self, loc: tuple[str | int, ...]) -> tuple[list[str | int], str, JsonSchema]:
         found = self._walks.get(loc)
