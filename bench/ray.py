@@ -25,10 +25,7 @@ The paths compared:
   on the same host, to show what the socket saves;
 - serve --http: `handrail serve --http 127.0.0.1:0 --root DIR --mode accept_edits --allow ...
   --no-settings` replicas (bearer token on), raw JSON-RPC MCP over httpx: `initialize`,
-  `notifications/initialized`, then `tools/call`; one MCP session per workload session;
-- serve +NODELAY (part 1, and part 2 up to `--nodelay-max` sessions): the same CLI started
-  through a few lines that set TCP_NODELAY on its listening sockets (see `NODELAY_LAUNCHER`):
-  serve as shipped answers every request about 40 ms late (Nagle + delayed ACK).
+  `notifications/initialized`, then `tools/call`; one MCP session per workload session.
 
 The allow rules are `run_shell(true)`, `run_shell(grep:*)`, `run_shell(sleep:*)` everywhere.
 
@@ -106,7 +103,7 @@ SLEEP = f"sleep 30.{random.randrange(10**5, 10**6)}"
 CLK = os.sysconf("SC_CLK_TCK")
 START_TIMEOUT = 60.0
 CPUS = os.cpu_count() or 1
-PATHS = ("in-process", "handrail.ray", "serve --http", "serve +NODELAY")
+PATHS = ("in-process", "handrail.ray", "serve --http")
 
 
 # -- small helpers ----------------------------------------------------------------------------
@@ -369,33 +366,12 @@ def reply_of(response: Any, want_id: int) -> dict[str, Any]:
 # -- serve --http replicas --------------------------------------------------------------------
 
 
-# serve as shipped binds its listening sockets with `socket.socket(family, SOCK_STREAM)`
-# (proto 0), so asyncio does not set TCP_NODELAY on the connections it accepts: each answer's
-# body waits for the client's delayed ACK (about 40 ms on Linux). The `+NODELAY` variant runs the
-# same CLI with TCP_NODELAY set on those sockets (accepted sockets inherit it), to show what
-# serve costs without that delay. Nothing in src/ is changed.
-NODELAY_LAUNCHER = """
-import socket, sys
-import handrail.mcp._server_app as app
-bind = app.bind_sockets
-def nodelay(host, port):
-    socks = bind(host, port)
-    for s in socks:
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return socks
-app.bind_sockets = nodelay
-from handrail._cli import main
-sys.argv[0] = "handrail"
-raise SystemExit(main())
-"""
-
-
 class Replica:
     """`handrail serve --http 127.0.0.1:0` over `root`, in its own process group."""
 
-    def __init__(self, root: Path, state: Path, nodelay: bool = False) -> None:
+    def __init__(self, root: Path, state: Path) -> None:
         self.root = root
-        self.log_path = state / f"serve-{root.parent.name}-{root.name}-{int(nodelay)}.log"
+        self.log_path = state / f"serve-{root.parent.name}-{root.name}.log"
         env = dict(os.environ)
         env.update(
             PYTHONPATH=str(ROOT / "src"),
@@ -403,8 +379,7 @@ class Replica:
             XDG_CONFIG_HOME=str(state / "xdg"),
             HANDRAIL_SERVE_TOKEN=TOKEN,
         )
-        launch = ["-c", NODELAY_LAUNCHER] if nodelay else ["-m", "handrail"]
-        args = [sys.executable, *launch, "serve", "--http", "127.0.0.1:0"]
+        args = [sys.executable, "-m", "handrail", "serve", "--http", "127.0.0.1:0"]
         args += ["--root", str(root), "--mode", MODE, "--no-settings"]
         for rule in ALLOW:
             args += ["--allow", rule]
@@ -448,8 +423,8 @@ class Replica:
         self.log.close()
 
 
-def start_replicas(roots: list[Path], state: Path, nodelay: bool = False) -> list[Replica]:
-    reps = [Replica(r, state, nodelay) for r in roots]
+def start_replicas(roots: list[Path], state: Path) -> list[Replica]:
+    reps = [Replica(r, state) for r in roots]
     try:
         for rep in reps:
             rep.wait_ready()
@@ -501,23 +476,20 @@ async def overhead(opts: argparse.Namespace, base: Path, pools: list[Any]) -> di
     source = base / "source"
     work = base / "p1"
     copy_tree(source, work / "inproc")
-    for folder in ("http", "http-nodelay"):
-        (work / folder).mkdir()
-        copy_tree(source, work / folder / "s0")
+    (work / "http").mkdir()
+    copy_tree(source, work / "http" / "s0")
     state = base / "state"
     reps = start_replicas([work / "http"], state)
-    reps += start_replicas([work / "http-nodelay"], state, nodelay=True)
     pool = SessionPool(hosts=1, host_cpus=1, mode=MODE, allow=ALLOW)
     pools.append(pool)
     clients: dict[str, Client] = {}
-    https = [http_client(1), http_client(1)]
+    https = [http_client(1)]
     try:
         clients["in-process"] = LocalClient(work / "inproc")
         clients["handrail.ray"] = RayClient(await pool.open(DirWorkspace(str(source))))
         rt = await pool.open(DirWorkspace(str(source)))
         clients["ray actor method"] = ActorClient(rt, pool.links[rt.host].actor)
         clients["serve --http"] = await HttpClient(https[0], reps[0].url, "s0/").open()
-        clients["serve +NODELAY"] = await HttpClient(https[1], reps[1].url, "s0/").open()
         names = list(clients)
         for c in clients.values():  # the first read: later reads are re-reads, edits may run
             o = await c.read()
@@ -727,7 +699,7 @@ async def throughput_one(
             await asyncio.to_thread(
                 lambda: [copy_tree(source, roots[i % CPUS] / f"s{i}") for i in range(n)]
             )
-            reps = start_replicas(roots, base / "state", nodelay=path.endswith("NODELAY"))
+            reps = start_replicas(roots, base / "state")
             https = [http_client(1) for _ in range(n)]
             clients = await gather_limited(
                 [HttpClient(https[i], reps[i % CPUS].url, f"s{i}/").open() for i in range(n)],
@@ -1158,8 +1130,6 @@ async def run_all(opts: argparse.Namespace, base: Path) -> dict[str, Any]:
             for n in opts.sizes:
                 calls = opts.calls if n < 4096 else min(opts.calls, opts.big_calls)
                 for path in opts.paths:
-                    if path == "serve +NODELAY" and n > opts.nodelay_max:
-                        continue
                     if path == "serve --http" and n > opts.http_max:
                         why = (
                             f"over --http-max {opts.http_max}: one MCP session and one HTTP "
@@ -1271,9 +1241,6 @@ def main() -> int:
         default=list(PATHS),
         choices=PATHS,
         help="throughput paths to run (default: all)",
-    )
-    parser.add_argument(
-        "--nodelay-max", type=int, default=64, help="largest size run against serve +NODELAY"
     )
     parser.add_argument(
         "--http-max", type=int, default=512, help="largest size run against serve --http"
