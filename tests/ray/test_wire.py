@@ -20,7 +20,16 @@ from typing import Any
 import pytest
 
 from handrail.ray._host import HostConfig, HostCore
-from handrail.ray._wire import MAGIC, NONCE, OK, Channel, ChannelClosed
+from handrail.ray._wire import (
+    MAGIC,
+    NONCE,
+    OK,
+    Channel,
+    ChannelClosed,
+    Connection,
+    client_handshake,
+    pack,
+)
 from handrail.ray._workspace import EmptyWorkspace
 
 from .conftest import TOOLS
@@ -176,3 +185,70 @@ async def test_the_host_socket_is_private_to_its_user(
     tcp_host = where["tcp"][0]
     assert tcp_host == "127.0.0.1"
     assert socket.inet_aton(tcp_host)
+
+
+async def authenticated(
+    address: str,
+) -> tuple[Connection, Any, asyncio.Queue[Any], asyncio.Future[None]]:
+    """A raw connection that passed the handshake: (conn, seal for sending, answers, ended)."""
+    loop = asyncio.get_running_loop()
+    _, conn = await loop.create_unix_connection(Connection, address)
+    out, into = await client_handshake(conn, SECRET)
+    answers: asyncio.Queue[Any] = asyncio.Queue()
+    ended: asyncio.Future[None] = loop.create_future()
+    conn.start(into, answers.put_nowait, lambda exc: ended.done() or ended.set_result(None))
+    return conn, out, answers, ended
+
+
+async def test_frames_cut_anywhere_or_run_together_are_each_answered_in_order(
+    host: tuple[HostCore, dict[str, Any]],
+) -> None:
+    # A socket delivers bytes, not frames: one frame may come a byte at a time, several in one
+    # piece. Each must be answered once, in order, whatever the cut.
+    _, where = host
+    conn, out, answers, _ = await authenticated(where["unix"])
+    try:
+        sent = b"".join(pack((rid, "ping", ()), out) for rid in range(1, 7))
+        cuts = [1, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, len(sent)]
+        at = 0
+        for size in cuts:  # ragged pieces, the last one holding several frames
+            conn.write(sent[at : at + size])
+            at += size
+            await asyncio.sleep(0.01)
+        got = [await asyncio.wait_for(answers.get(), 15) for _ in range(6)]
+        assert [a[0] for a in got] == [1, 2, 3, 4, 5, 6]
+        assert {a[1] for a in got} == {OK}
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("attack_kind", ["replayed", "tampered"])
+async def test_a_replayed_or_tampered_frame_ends_the_connection_unrun(
+    host: tuple[HostCore, dict[str, Any]], attack_kind: str
+) -> None:
+    # Someone on the path between a client and its host (TCP across nodes) can copy a frame
+    # or flip its bytes: the host must run neither, and must hang up.
+    core, where = host
+    info = await core.open("s1", EmptyWorkspace(), {"mode": "bypass"}, None, None)
+    marker = Path(info["root"]) / "count"
+    conn, out, answers, ended = await authenticated(where["unix"])
+    try:
+        first = pack(
+            (1, "call", ("s1", "run_shell", {"command": "echo x >> count"}, "c1", None)), out
+        )
+        conn.write(first)
+        answer = await asyncio.wait_for(answers.get(), 30)
+        assert answer[1] == OK and marker.read_text() == "x\n"
+        if attack_kind == "replayed":
+            bad = first
+        else:
+            again = pack(
+                (2, "call", ("s1", "run_shell", {"command": "echo y >> count"}, "c2", None)), out
+            )
+            bad = again.replace(b"echo y", b"echo z")  # still a valid pickle
+        conn.write(bad)
+        await asyncio.wait_for(ended, 15)
+        assert answers.empty()
+        assert marker.read_text() == "x\n"
+    finally:
+        conn.close()

@@ -36,7 +36,7 @@ from .._registry import Registry
 from .._tool import Tool
 from ..runtime import Batch, Runtime, StreamingExecutor
 from . import _failures
-from ._wire import Extra, serve_connection
+from ._wire import Connection, Extra, serve_connection
 from ._workspace import Workspace, remove_workspace
 
 __all__ = ["RUNTIME_OPTIONS", "HostConfig", "HostCore", "ToolSpec", "tool_spec"]
@@ -169,7 +169,7 @@ class HostCore:
         self._reaper: asyncio.Task[None] | None = None
         self._opening = 0
         self._enders: set[asyncio.Task[None]] = set()
-        self._clients: set[asyncio.StreamWriter] = set()
+        self._clients: set[Connection] = set()
         self._opening_ids: set[str] = set()
         self._tempdir_before: str | None = None
         self._abandoned: set[str] = set()
@@ -207,25 +207,29 @@ class HostCore:
         streams = {"stream": self.open_stream}
         secret = self.config.secret
 
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            self._clients.add(writer)
+        async def serve(conn: Connection) -> None:
+            self._clients.add(conn)
             try:
-                await serve_connection(reader, writer, secret, self.handlers, streams)
+                await serve_connection(conn, secret, self.handlers, streams)
             except asyncio.CancelledError:
                 pass  # the loop is ending: the connection goes with it
             finally:
-                self._clients.discard(writer)
+                self._clients.discard(conn)
+
+        def connection() -> Connection:
+            return Connection(serve)
 
         if len(path.encode()) > 100:  # sun_path holds 108 bytes: a long base dir cannot
             # A Linux abstract socket: no file, so no permission bits either; the handshake
             # is what keeps strangers out, as on TCP.
             path = f"\0handrail-ray-{self.config.pool_id}-{self.config.index}-{os.urandom(6).hex()}"
-        self._servers.append(await asyncio.start_unix_server(serve, path, limit=1 << 20))
+        loop = asyncio.get_running_loop()
+        self._servers.append(await loop.create_unix_server(connection, path))
         if not path.startswith("\0"):
             os.chmod(path, 0o600)
         tcp: tuple[str, int] | None = None
         if self.config.listen is not None:
-            server = await asyncio.start_server(serve, self.config.listen, 0, limit=1 << 20)
+            server = await loop.create_server(connection, self.config.listen, 0)
             self._servers.append(server)
             tcp = server.sockets[0].getsockname()[:2]
         self._reaper = asyncio.create_task(self._reap())
@@ -237,8 +241,8 @@ class HostCore:
             self._reaper.cancel()
         for server in self._servers:
             server.close()
-        for writer in list(self._clients):
-            writer.close()
+        for conn in list(self._clients):
+            conn.close()
         await asyncio.gather(
             *(self._end(live, "closed") for live in list(self.sessions.values())),
             return_exceptions=True,
