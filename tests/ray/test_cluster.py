@@ -105,11 +105,11 @@ class _Cluster:
         return ["nsenter", f"--net=/proc/{self.netns.pid}/ns/net", "--"]
 
     def env(self) -> dict[str, str]:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in {"RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE"}
-        }
+        # conftest's RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 (one-node Ray on 127.0.0.1) would make
+        # `ray start` refuse a second node; in the namespace loopback is all there is anyway.
+        dropped = {"RAY_ADDRESS", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_AUTH_MODE"}
+        dropped.add("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+        env = {k: v for k, v in os.environ.items() if k not in dropped}
         # A joining node does not pick token mode up by itself: every process is told. The
         # token lives in the test's directory, so ~/.ray/auth_token is neither read nor written.
         env.update(
