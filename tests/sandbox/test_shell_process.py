@@ -262,7 +262,8 @@ async def test_a_command_stopped_as_it_starts_still_gets_sigterm(kind: str, tmp_
     conf = confinement(kind)
     codes: list[int | None] = []
     try:
-        for _ in range(15):
+        # Stopped at once or a little later: the window moves with the machine's load.
+        for pause in [0.0, 0.0, 0.0, 0.001, 0.002, 0.003, 0.004, 0.005, 0.007, 0.01] * 2:
             cap = OutputCapture(None)
             proc = await ShellProcess.start(
                 "trap 'exit 3' TERM; while :; do sleep 0.05; done",
@@ -272,6 +273,7 @@ async def test_a_command_stopped_as_it_starts_still_gets_sigterm(kind: str, tmp_
                 confinement=conf,
             )
             try:
+                await asyncio.sleep(pause)
                 await proc.stop("stop", grace=5)
                 codes.append(proc.returncode)
             finally:
@@ -287,15 +289,16 @@ async def test_a_command_stopped_as_it_starts_still_gets_sigterm(kind: str, tmp_
 @pytest.mark.parametrize("kind", ["namespace", "no_namespace"])
 async def test_a_stopped_command_leaves_nothing_running(kind: str, tmp_path: Path) -> None:
     # "Stopped" means gone: once stop() returns, no process of the command is left running,
-    # also those SIGKILLed at the end of the grace (a signal lands after kill(2) returns).
+    # also one that ignores SIGTERM, holds none of the command's pipes and outlives the
+    # command and its supervisor (the SIGKILL at the end of the grace must still reach it).
     sleep = f"1000.{uuid.uuid4().int % 10**9:09d}"
     conf = confinement(kind)
     try:
         for _ in range(5):
             cap = OutputCapture(None)
             proc = await ShellProcess.start(
-                f"trap '' TERM; sleep {sleep} & sleep {sleep} & ( trap '' TERM; sleep {sleep} ) "
-                f"& wait",
+                f"( trap '' TERM; exec sleep {sleep} ) >/dev/null 2>&1 & "
+                f"sleep {sleep} >/dev/null 2>&1 & wait",
                 cwd=tmp_path,
                 env=dict(os.environ),
                 capture=cap,
@@ -303,7 +306,7 @@ async def test_a_stopped_command_leaves_nothing_running(kind: str, tmp_path: Pat
             )
             try:
                 for _ in range(500):  # bounded at ~5 s
-                    if len(marked(sleep)) >= 3:
+                    if len(marked(sleep)) >= 2:
                         break
                     await asyncio.sleep(0.01)
                 await proc.stop("stop", grace=0.05)

@@ -42,21 +42,43 @@ _SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
 _GONE = (b"Z", b"X", b"x")
 
 
-def _proc_stat(pid: int) -> tuple[bytes, int]:
-    """A process's state letter and parent PID (state "X" when it is gone)."""
+def _proc_stat(pid: int) -> tuple[bytes, int, int]:
+    """A process's state letter, parent PID and process group (state "X" when it is gone)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
         # The command name may hold spaces and parentheses: fields follow the last ") ".
         fields = stat[stat.rfind(b")") + 2 :].split()
-        return fields[0], int(fields[1])
+        return fields[0], int(fields[1]), int(fields[2])
     except (OSError, ValueError, IndexError):
-        return b"X", 0
+        return b"X", 0, 0
 
 
 def _alive(pid: int) -> bool:
     """The process exists and has not exited (a zombie, or one being reaped, has)."""
     return _proc_stat(pid)[0] not in _GONE
+
+
+def _open_proc_dir(pid: int) -> int:
+    try:
+        return os.open(f"/proc/{pid}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return -1
+
+
+def _namespace_via(proc_dir: int) -> int:
+    """`open_namespace`, through a /proc/PID directory fd (fails once that process is gone)."""
+    try:
+        fd = os.open("ns/pid_for_children", os.O_RDONLY | os.O_CLOEXEC, dir_fd=proc_dir)
+    except OSError:
+        return -1
+    try:
+        if os.fstat(fd).st_ino != os.stat("/proc/self/ns/pid").st_ino:
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return -1
 
 
 def _ignores_term(pid: int) -> bool:
@@ -140,6 +162,9 @@ class ShellProcess:
         # The kernel shows the namespace only once its first process exists, which may be
         # just after the spawn returns: `_family` looks again until it is found.
         self._ns = open_namespace(self.pid) if confined else -1
+        # Held while the namespace is still to be found: a later lookup through it fails once
+        # the supervisor is gone, instead of finding whoever reuses its PID.
+        self._proc_dir = _open_proc_dir(self.pid) if confined and self._ns < 0 else -1
         self._pipe_inodes = pipe_inodes
         self.killed_by: Literal["timeout", "cancel", "stop"] | None = None
         """Why handrail stopped the command, if it did."""
@@ -267,8 +292,11 @@ class ShellProcess:
         return True
 
     def _family(self) -> list[int]:
-        if self.pid_namespace and self._ns < 0 and not self._finished:
-            self._ns = open_namespace(self.pid)
+        if self._ns < 0 and self._proc_dir >= 0:
+            self._ns = _namespace_via(self._proc_dir)
+            if self._ns >= 0:
+                os.close(self._proc_dir)
+                self._proc_dir = -1
         if self._ns >= 0:
             return members_of(self._ns)
         # No namespace, or not found yet (the supervisor has not forked, or has just died):
@@ -282,37 +310,49 @@ class ShellProcess:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(p, sig)
 
-    def _terminate(self, delivered: set[int], first: bool) -> bool:
-        """SIGTERM each process of the tree still owed one; False once none can be.
+    def _terminate(
+        self, family: list[int], delivered: set[int], spared: set[int], first: bool
+    ) -> bool:
+        """SIGTERM each process of the tree still owed one; False once none is.
 
         `delivered` holds the PIDs known to have got it. A SIGTERM can be lost in two ways: the
         namespace's PID 1 drops every signal it has no handler for (so a command it forks
         after the first SIGTERM never saw one), and a process the supervisor just forked
-        ignores SIGTERM (the supervisor's own setting) until its first line resets it. So a
-        process is owed one when it has not got it and its parent has not either (a child
-        started by a process that did get it is that process's business: a cleanup step, say).
-        A disposition only goes from ignored to default on that path, so a PID seen not
-        ignoring SIGTERM before the signal was sent got it.
+        ignores SIGTERM (the supervisor's own setting) until its first line resets it. So,
+        after the first round, a new process is owed one only when no ancestor of it got one:
+        whatever descends from a process that did is that process's business (a cleanup step
+        and its children, say), and goes to `spared`. A disposition only goes from ignored to
+        default on that path, so a PID seen not ignoring SIGTERM before the signal got it.
         """
+        stats = {p: _proc_stat(p) for p in family if p != self.pid}
+        init = next(
+            (p for p, (_, parent, _) in stats.items() if self.pid_namespace and parent == self.pid),
+            None,
+        )
+        # Dispositions are read before anything is sent (see above).
+        sends: list[tuple[int, bool]] = []
+        for p, (state, parent, _) in stats.items():
+            if p in delivered or p in spared or state in _GONE:
+                continue
+            if not first and (parent in delivered or parent in spared):
+                spared.add(p)
+                continue
+            sends.append((p, p == init or _ignores_term(p)))
         if first:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signal.SIGTERM)
-        owed = False
-        for p in self._family():
-            if p == self.pid or p in delivered:
-                continue
-            state, parent = _proc_stat(p)
-            if state in _GONE or (not first and parent in delivered):
-                continue
-            init = self.pid_namespace and parent == self.pid
-            ignoring = init or _ignores_term(p)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(p, signal.SIGTERM)
-            if ignoring:
-                owed = True
-            else:
+        waiting = False  # a process seen ignoring SIGTERM, to be sent it again
+        for p, ignoring in sends:
+            if not (first and stats[p][2] == self.pid):  # the group's members just got it
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(p, signal.SIGTERM)
+            if not ignoring:
                 delivered.add(p)
-        return owed or self.pid_namespace
+            elif p != init:
+                waiting = True
+        # PID 1 itself never takes it: what is owed is its child, the command, once it exists.
+        fed = init is None or any(stats.get(p, (b"", 0, 0))[1] == init for p in delivered)
+        return waiting or not fed
 
     def _live_family(self) -> list[int]:
         return [p for p in self._family() if _alive(p)]
@@ -342,17 +382,22 @@ class ShellProcess:
         if self.killed_by is None and (self.running or self._family()):
             self.killed_by = reason
         delivered: set[int] = set()
-        owed = self._terminate(delivered, first=True)
+        spared: set[int] = set()
+        owed = self._terminate(self._family(), delivered, spared, first=True)
         deadline = time.monotonic() + grace
         delay = 0.005
-        while time.monotonic() < deadline and (self.running or self._family()):
+        while time.monotonic() < deadline:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.05)
+            family = self._family()  # one scan of /proc per poll
+            if not self.running and not family:
+                break
             if owed:
-                owed = self._terminate(delivered, first=False)
-        if self.running or self._live_family():
-            self._signal(signal.SIGKILL)
-            await self._until_gone(KILL_WAIT_SECONDS)
+                owed = self._terminate(family, delivered, spared, first=False)
+        # Always, even with the supervisor gone: its process group still reaches what it
+        # orphaned (a process group ID is not reused while a member lives).
+        self._signal(signal.SIGKILL)
+        await self._until_gone(KILL_WAIT_SECONDS)
         await self.finish()
 
     async def finish(self) -> None:
@@ -375,6 +420,9 @@ class ShellProcess:
         if self._ns >= 0:
             os.close(self._ns)
             self._ns = -1
+        if self._proc_dir >= 0:
+            os.close(self._proc_dir)
+            self._proc_dir = -1
         self._finished = True
 
     @property
