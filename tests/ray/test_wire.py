@@ -252,3 +252,29 @@ async def test_a_replayed_or_tampered_frame_ends_the_connection_unrun(
         assert marker.read_text() == "x\n"
     finally:
         conn.close()
+
+
+async def test_every_writer_waiting_for_the_socket_is_woken() -> None:
+    # Two answers finishing while the send buffer is full both wait in drain(): both must go
+    # on once the peer reads (a waiter left behind would hold its result for the host's life).
+    loop = asyncio.get_running_loop()
+    ours, peer = socket.socketpair()
+    _, conn = await loop.create_unix_connection(Connection, sock=ours)
+    try:
+        conn.write(b"x" * (4 << 20))  # over the transport's high-water mark
+        waiters = [asyncio.create_task(conn.drain()) for _ in range(3)]
+        waiters[0].cancel()  # one caller giving up leaves the others waiting, not cancelled
+        await asyncio.sleep(0.01)
+        peer.setblocking(False)
+        got = 0
+        for _ in range(2000):  # bounded: at most ~2 s
+            try:
+                got += len(peer.recv(1 << 20))
+            except BlockingIOError:
+                await asyncio.sleep(0.001)
+            if got >= 4 << 20:
+                break
+        await asyncio.wait_for(asyncio.gather(*waiters[1:]), 10)
+    finally:
+        conn.close()
+        peer.close()

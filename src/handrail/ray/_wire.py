@@ -200,8 +200,11 @@ class Connection(asyncio.Protocol):
     async def drain(self) -> None:
         """Wait while the socket's send buffer is over its high-water mark."""
         while self._writing_paused and not self.ended:
-            self._drained = self.loop.create_future()
-            await self._drained
+            # One future per pause, shared by every waiter (each shielded: one waiter being
+            # cancelled must not cancel it for the others).
+            if self._drained is None or self._drained.done():
+                self._drained = self.loop.create_future()
+            await asyncio.shield(self._drained)
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
