@@ -32,6 +32,17 @@ needs_namespaces = pytest.mark.skipif(
 )
 
 
+async def start(
+    command: str, cwd: Path, conf: Confinement | None = None
+) -> tuple[ShellProcess, OutputCapture]:
+    """A running command with this process's environment, and the capture of its output."""
+    cap = OutputCapture(None)
+    proc = await ShellProcess.start(
+        command, cwd=cwd, env=dict(os.environ), capture=cap, confinement=conf
+    )
+    return proc, cap
+
+
 async def run(
     command: str,
     cwd: Path,
@@ -184,16 +195,13 @@ async def test_the_death_signal_ends_everything_the_command_started(
     # that left the process group and session and closed the command's pipes.
     sleep = f"1000.{uuid.uuid4().int % 10**9:09d}"
     ready = tmp_path / "ready"
-    cap = OutputCapture(None)
     conf = confinement(kind)
-    proc = await ShellProcess.start(
+    proc, cap = await start(
         f"sleep {sleep} | sleep {sleep} & setsid sleep {sleep} & ( sleep {sleep} & ); "
         f"( setsid sh -c 'sleep {sleep} & sleep {sleep}' </dev/null >/dev/null 2>&1 & ); "
         f"echo ready > {ready}; sleep {sleep}",
-        cwd=tmp_path,
-        env=dict(os.environ),
-        capture=cap,
-        confinement=conf,
+        tmp_path,
+        conf,
     )
     try:
         for _ in range(500):  # everything starts within milliseconds; bounded at ~5 s
@@ -225,16 +233,13 @@ async def test_a_stopped_command_gets_its_grace_and_its_status_passes_through(
 ) -> None:
     # SIGTERM is for the command: the supervisor (and the namespace's init) ignore it, so the
     # command's trap runs in full and its exit status is the result.
-    cap = OutputCapture(None)
     conf = confinement(kind)
     ready = tmp_path / "ready"
-    proc = await ShellProcess.start(
+    proc, cap = await start(
         f"trap 'sleep 0.2; echo cleaned > done; exit 3' TERM; echo > {ready}; "
         "while :; do sleep 0.05; done",
-        cwd=tmp_path,
-        env=dict(os.environ),
-        capture=cap,
-        confinement=conf,
+        tmp_path,
+        conf,
     )
     try:
         for _ in range(500):  # bounded at ~5 s
@@ -264,13 +269,10 @@ async def test_a_command_stopped_as_it_starts_still_gets_sigterm(kind: str, tmp_
     try:
         # Stopped at once or a little later: the window moves with the machine's load.
         for pause in [0.0, 0.0, 0.0, 0.001, 0.002, 0.003, 0.004, 0.005, 0.007, 0.01] * 2:
-            cap = OutputCapture(None)
-            proc = await ShellProcess.start(
+            proc, cap = await start(
                 "trap 'exit 3' TERM; while :; do sleep 0.05; done",
-                cwd=tmp_path,
-                env=dict(os.environ),
-                capture=cap,
-                confinement=conf,
+                tmp_path,
+                conf,
             )
             try:
                 await asyncio.sleep(pause)
@@ -295,14 +297,11 @@ async def test_a_stopped_command_leaves_nothing_running(kind: str, tmp_path: Pat
     conf = confinement(kind)
     try:
         for _ in range(5):
-            cap = OutputCapture(None)
-            proc = await ShellProcess.start(
+            proc, cap = await start(
                 f"( trap '' TERM; exec sleep {sleep} ) >/dev/null 2>&1 & "
                 f"sleep {sleep} >/dev/null 2>&1 & wait",
-                cwd=tmp_path,
-                env=dict(os.environ),
-                capture=cap,
-                confinement=conf,
+                tmp_path,
+                conf,
             )
             try:
                 for _ in range(500):  # bounded at ~5 s
