@@ -25,6 +25,7 @@ _collecting = _gc.isenabled()
 _gc.disable()
 try:
     from ._context import FileRecord as FileRecord
+    from ._context import Grant as Grant
     from ._context import PermissionMode as PermissionMode
     from ._context import Session as Session
     from ._context import StateUpdate as StateUpdate
@@ -101,6 +102,7 @@ __all__ = [
     "FileRecord",
     "Flag",
     "FunctionTool",
+    "Grant",
     "HandrailError",
     "Hook",
     "HookEvent",

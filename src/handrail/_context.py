@@ -16,12 +16,13 @@ import weakref
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ._contract import ProgressEvent
 
 __all__ = [
     "FileRecord",
+    "Grant",
     "PermissionMode",
     "Session",
     "StateUpdate",
@@ -61,6 +62,14 @@ class PermissionMode(enum.StrEnum):
     """Like default, but whatever would ask is denied instead."""
     BYPASS = "bypass"
     """Everything runs, except what deny rules and the sandbox refuse."""
+
+
+Grant = Literal["read_only", "rule", "hook", "mode", "user"]
+"""Why an allowed call runs: `read_only` (nobody was asked: the call was judged read-only, or
+the session is in plan mode), `rule` (an allow rule covers it), `hook` (a pre-tool hook allowed
+it), `mode` (the mode allows it: bypass, accept_edits for edits, the plan file) or `user` (a
+person approved it). A tool that can change things reads it in `ToolContext.granted_by` to
+choose how much it may change: `run_shell` runs a `read_only` line with no write roots."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -238,6 +247,7 @@ class ToolContext:
         "call_id",
         "cwd",
         "deadline",
+        "granted_by",
         "hidden_paths",
         "locale",
         "read_roots",
@@ -283,6 +293,10 @@ class ToolContext:
         self.hidden_paths = hidden_paths
         """Secret locations no tool may read, list or search, even inside a root; the shell's
         sandbox hides them too (`handrail.permissions.hidden_paths`). The runtime fills it."""
+        self.granted_by: Grant = "read_only"
+        """What allowed this call (see `Grant`), set by the runtime after its permission stage.
+        A context made by hand says `read_only`: a tool run outside the pipeline was approved
+        by nobody, so it gets the narrowest sandbox."""
         self._progress = progress
         self._updates: list[StateUpdate] = []
         self._cancelled = False

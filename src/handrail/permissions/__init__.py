@@ -14,6 +14,8 @@ from ._hooks import HookEvent as HookEvent
 from ._hooks import HookEventName as HookEventName
 from ._hooks import HookFunc as HookFunc
 from ._hooks import HookResponse as HookResponse
+from ._policy import ALLOW as ALLOW
+from ._policy import BYPASS as BYPASS
 from ._policy import PROTECTED_DIRS as PROTECTED_DIRS
 from ._policy import Decision as Decision
 from ._policy import Policy as Policy
@@ -41,6 +43,8 @@ from ._trust import trust_store_path as trust_store_path
 from ._trust import trusted_folders as trusted_folders
 
 __all__ = [
+    "ALLOW",
+    "BYPASS",
     "PROTECTED_DIRS",
     "Decision",
     "FolderConfig",

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from .._context import PermissionMode
+from .._context import Grant, PermissionMode
 from .._contract import (
     ApprovalRequest,
     ErrorCode,
@@ -48,7 +48,7 @@ from ._hidden import hidden_refusal
 from ._rules import Rule, parse_rule, rule_matches_request, simple_commands
 from ._shell import parse_command
 
-__all__ = ["Decision", "Policy", "covering_rules", "is_within", "rules_to_allow"]
+__all__ = ["ALLOW", "BYPASS", "Decision", "Policy", "covering_rules", "is_within", "rules_to_allow"]
 
 Behavior = Literal["allow", "ask", "deny"]
 PROTECTED_DIRS = (".git", ".handrail")
@@ -66,9 +66,13 @@ class Decision:
     source: Literal["rule", "mode", "roots", "hook", "user"] = "mode"
     code: ErrorCode = ErrorCode.PERMISSION_DENIED
     """For deny: PERMISSION_DENIED, or OUTSIDE_READ_ROOTS / OUTSIDE_WRITE_ROOTS."""
+    grant: Grant = "read_only"
+    """For allow: what allowed the call (see `Grant`)."""
 
 
 ALLOW = Decision(behavior="allow", reason="allowed")
+"""Allowed unasked because the call is read-only."""
+BYPASS = Decision(behavior="allow", reason="allowed in bypass mode", grant="mode")
 
 
 def is_within(path: str, root: Path) -> bool:
@@ -175,7 +179,9 @@ class Policy:
                 and all(_is_plan_file(q, write_roots) for q in writes)
                 and all(isinstance(q, ReadPath | WritePath) for q in requests)
             ):
-                return Decision(behavior="allow", reason="writing the plan file in plan mode")
+                return Decision(
+                    behavior="allow", reason="writing the plan file in plan mode", grant="mode"
+                )
             return Decision(
                 behavior="deny",
                 reason=(
@@ -190,21 +196,24 @@ class Policy:
             )
         if hook == "allow":
             return Decision(
-                behavior="allow", reason=hook_reason or "allowed by a hook", source="hook"
+                behavior="allow",
+                reason=hook_reason or "allowed by a hook",
+                source="hook",
+                grant="hook",
             )
         if hook == "ask":
             if mode is PermissionMode.BYPASS:
-                return ALLOW
+                return BYPASS
             return self._ask(mode, hook_reason or "a hook asks for approval", None, "hook")
         for rule in ask:
             if rule.specifier is None or any(_matches(rule, q, roots) for q in requests):
                 if mode is PermissionMode.BYPASS:
-                    return ALLOW
+                    return BYPASS
                 return self._ask(
                     mode, f"the rule `{rule.text}` asks for approval", rule.text, "rule"
                 )
         if mode is PermissionMode.BYPASS:
-            return ALLOW
+            return BYPASS
         allow_rules = [
             *allow,
             *(r for r in session_allow if r.tool in names or _names_server(r.tool, names)),
@@ -212,7 +221,11 @@ class Policy:
         covered = _covered(allow_rules, requests, roots)
         if covered is not None:
             return Decision(
-                behavior="allow", reason=f"allowed by `{covered}`", rule=covered, source="rule"
+                behavior="allow",
+                reason=f"allowed by `{covered}`",
+                rule=covered,
+                source="rule",
+                grant="rule",
             )
         switch = next((q for q in requests if isinstance(q, SwitchMode)), None)
         if switch is not None:
@@ -237,7 +250,9 @@ class Policy:
             and all(isinstance(q, ReadPath | WritePath) for q in requests)
         ):
             return Decision(
-                behavior="allow", reason="file edits inside the write roots are accepted"
+                behavior="allow",
+                reason="file edits inside the write roots are accepted",
+                grant="mode",
             )
         return self._ask(mode, f"`{tool}` can change things", None, "mode")
 

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .._context import PermissionMode, Session, StateUpdate, ToolContext
+from .._context import Grant, PermissionMode, Session, StateUpdate, ToolContext
 from .._contract import (
     Approval,
     ApprovalRequest,
@@ -38,6 +38,8 @@ from .._registry import Registry
 from .._tool import Tool
 from ..errors import ConfigurationError, ToolFailure
 from ..permissions import (
+    ALLOW,
+    BYPASS,
     Decision,
     Hook,
     Policy,
@@ -288,14 +290,22 @@ class Pipeline(Runner):
         answer: Approval | None = None,
     ) -> Awaitable[ToolResult]:
         verdict = self._permit(p, plan, session, ctx, hook_decision, hook_reason)
-        if verdict is not None:
-            if isinstance(verdict, ToolResult):
-                return ready(verdict)
-            if not approved:
-                if answer is None:
-                    return self._ask(p, session, verdict, updates, notes)
-                if answer.kind == "allow_always":
-                    self._allow_always(session, answer, self._request(p, verdict))
+        if isinstance(verdict, ToolResult):
+            return ready(verdict)
+        grant: Grant = "user"
+        if isinstance(verdict, Decision):
+            grant = verdict.grant
+        elif not approved:
+            if answer is None:
+                return self._ask(p, session, verdict, updates, notes)
+            if answer.kind == "allow_always":
+                self._allow_always(session, answer, self._request(p, verdict))
+        if ctx is not None:
+            # Plan mode runs nothing that changes things, whatever allowed it (a person's
+            # approval of a mode switch aside): the tool gets the narrowest sandbox.
+            if session.mode is PermissionMode.PLAN and grant != "user":
+                grant = "read_only"
+            ctx.granted_by = grant
         # 7 run, 8 shape.
         return self._run(p, plan, session, ctx, updates, notes, state)
 
@@ -307,8 +317,8 @@ class Pipeline(Runner):
         ctx: ToolContext | None,
         hook_decision: str | None,
         hook_reason: str,
-    ) -> ToolResult | tuple[Decision, tuple[PermissionRequest, ...]] | None:
-        """Stage 6: None (allowed), the refusal, or the ask (the decision and the requests)."""
+    ) -> ToolResult | tuple[Decision, tuple[PermissionRequest, ...]] | Decision:
+        """Stage 6: the allowing decision, the refusal, or the ask (decision and requests)."""
         tool, call = p.tool, p.call
         # One central decision from what the tool says it will touch.
         read_only = plan.read_only if plan.read_only is not None else _read_only(tool, p.args)
@@ -318,7 +328,8 @@ class Pipeline(Runner):
             or hook_decision is not None
             or not (read_only or session.mode is PermissionMode.BYPASS)
         ):
-            return None  # nothing a rule, request or hook could change: allowed, as decide() says
+            # Nothing a rule, request or hook could change: allowed, as decide() says.
+            return BYPASS if session.mode is PermissionMode.BYPASS else ALLOW
         requests: tuple[PermissionRequest, ...] = ()
         if plan.requests:
             assert ctx is not None
@@ -352,7 +363,7 @@ class Pipeline(Runner):
             return denied(self.locale, p, denial, decision.code)
         if decision.behavior == "ask":
             return decision, requests
-        return None
+        return decision
 
     async def check(self, p: Prepared, session: Session) -> Preflight:
         """Stages 4-6 of a validated call, and no run: would it run, ask, or be refused?
@@ -369,7 +380,7 @@ class Pipeline(Runner):
             return Preflight(verdict="refuse", call=p.call, tool_name=tool.name, refusal=found)
         p, hook_decision, hook_reason = found
         verdict = self._permit(p, plan, session, ctx, hook_decision, hook_reason)
-        if verdict is None:
+        if isinstance(verdict, Decision):
             return Preflight(verdict="run", call=p.call, tool_name=tool.name)
         if isinstance(verdict, ToolResult):
             return Preflight(verdict="refuse", call=p.call, tool_name=tool.name, refusal=verdict)
