@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -178,7 +179,14 @@ def marked(text: str) -> list[int]:
     return out
 
 
-def confinement(kind: str) -> Confinement | None:
+def confinement(kind: str, root: Path | None = None) -> Confinement | None:
+    if kind == "fresh_proc":
+        # The sandbox as run_shell uses it: PID 1 forked by the setup, its own /proc, and a
+        # supervisor that is the setup's own process (`_child.py`), not a shell.
+        if not SUPPORT.fresh_proc:
+            pytest.skip("this machine cannot give a command a /proc of its own")
+        where = root or Path(tempfile.mkdtemp(prefix="handrail-test-"))
+        return Confinement(write_roots=[where], temp_dir=where)
     if kind == "namespace":
         if not SUPPORT.namespaces:
             pytest.skip("this machine does not allow PID/mount/network namespaces")
@@ -187,7 +195,7 @@ def confinement(kind: str) -> Confinement | None:
 
 
 @needs_linux
-@pytest.mark.parametrize("kind", ["namespace", "no_namespace"])
+@pytest.mark.parametrize("kind", ["fresh_proc", "namespace", "no_namespace"])
 async def test_the_death_signal_ends_everything_the_command_started(
     kind: str, tmp_path: Path
 ) -> None:
@@ -195,7 +203,7 @@ async def test_the_death_signal_ends_everything_the_command_started(
     # that left the process group and session and closed the command's pipes.
     sleep = f"1000.{uuid.uuid4().int % 10**9:09d}"
     ready = tmp_path / "ready"
-    conf = confinement(kind)
+    conf = confinement(kind, tmp_path)
     proc, cap = await start(
         f"sleep {sleep} | sleep {sleep} & setsid sleep {sleep} & ( sleep {sleep} & ); "
         f"( setsid sh -c 'sleep {sleep} & sleep {sleep}' </dev/null >/dev/null 2>&1 & ); "
@@ -209,14 +217,17 @@ async def test_the_death_signal_ends_everything_the_command_started(
                 break
             await asyncio.sleep(0.01)
         assert len(marked(sleep)) >= 8
-        os.kill(proc.pid, DEATH_SIGNAL)
+        # With a /proc of its own the supervisor asked for SIGKILL itself (PID 1 gets one too
+        # when the supervisor dies); otherwise it traps DEATH_SIGNAL and ends the tree.
+        fresh = kind == "fresh_proc"
+        os.kill(proc.pid, signal.SIGKILL if fresh else DEATH_SIGNAL)
         for _ in range(100):  # gone within 1 s
             if not marked(sleep):
                 break
             await asyncio.sleep(0.01)
         assert marked(sleep) == []
         assert await proc.wait(5)
-        assert proc.returncode == 137
+        assert proc.returncode == (-signal.SIGKILL if fresh else 137)
     finally:
         await proc.aclose()
         cap.close()
@@ -227,13 +238,13 @@ async def test_the_death_signal_ends_everything_the_command_started(
 
 
 @needs_linux
-@pytest.mark.parametrize("kind", ["namespace", "no_namespace"])
+@pytest.mark.parametrize("kind", ["fresh_proc", "namespace", "no_namespace"])
 async def test_a_stopped_command_gets_its_grace_and_its_status_passes_through(
     kind: str, tmp_path: Path
 ) -> None:
     # SIGTERM is for the command: the supervisor (and the namespace's init) ignore it, so the
     # command's trap runs in full and its exit status is the result.
-    conf = confinement(kind)
+    conf = confinement(kind, tmp_path)
     ready = tmp_path / "ready"
     proc, cap = await start(
         f"trap 'sleep 0.2; echo cleaned > done; exit 3' TERM; echo > {ready}; "
@@ -257,14 +268,14 @@ async def test_a_stopped_command_gets_its_grace_and_its_status_passes_through(
 
 
 @needs_linux
-@pytest.mark.parametrize("kind", ["namespace", "no_namespace"])
+@pytest.mark.parametrize("kind", ["fresh_proc", "namespace", "no_namespace"])
 async def test_a_command_stopped_as_it_starts_still_gets_sigterm(kind: str, tmp_path: Path) -> None:
     # A SIGTERM sent while the supervisor's first child is still setting up is dropped (the
     # namespace's PID 1 drops unhandled signals; a fresh child still ignores SIGTERM as the
     # supervisor does): the command must get one anyway, not sit out the grace and be
     # SIGKILLed. Ended by SIGTERM (143; -15: the supervisor itself, before its first line) or
     # by its trap (3), never killed (-9, 137).
-    conf = confinement(kind)
+    conf = confinement(kind, tmp_path)
     codes: list[int | None] = []
     try:
         # Stopped at once or a little later: the window moves with the machine's load.
@@ -288,13 +299,13 @@ async def test_a_command_stopped_as_it_starts_still_gets_sigterm(kind: str, tmp_
 
 
 @needs_linux
-@pytest.mark.parametrize("kind", ["namespace", "no_namespace"])
+@pytest.mark.parametrize("kind", ["fresh_proc", "namespace", "no_namespace"])
 async def test_a_stopped_command_leaves_nothing_running(kind: str, tmp_path: Path) -> None:
     # "Stopped" means gone: once stop() returns, no process of the command is left running,
     # also one that ignores SIGTERM, holds none of the command's pipes and outlives the
     # command and its supervisor (the SIGKILL at the end of the grace must still reach it).
     sleep = f"1000.{uuid.uuid4().int % 10**9:09d}"
-    conf = confinement(kind)
+    conf = confinement(kind, tmp_path)
     try:
         for _ in range(5):
             proc, cap = await start(
@@ -321,7 +332,7 @@ async def test_a_stopped_command_leaves_nothing_running(kind: str, tmp_path: Pat
 
 
 @needs_linux
-@pytest.mark.parametrize("kind", ["namespace", "no_namespace"])
+@pytest.mark.parametrize("kind", ["fresh_proc", "namespace", "no_namespace"])
 async def test_the_command_keeps_default_signals_and_bash_env_runs_once(
     kind: str, tmp_path: Path
 ) -> None:
@@ -330,7 +341,7 @@ async def test_the_command_keeps_default_signals_and_bash_env_runs_once(
     # the namespace's PID 1 and leave the command none.
     bash_env = tmp_path / "env.sh"
     bash_env.write_text("/bin/true; echo from-bash-env\n")
-    conf = confinement(kind)
+    conf = confinement(kind, tmp_path)
     try:
         code, out = await run(
             "grep -E '^SigIgn' /proc/self/status; exit 5",

@@ -37,6 +37,7 @@ from .. import (
     CallView,
     Display,
     ErrorCode,
+    PermissionMode,
     PermissionRequest,
     RunCommand,
     Session,
@@ -49,18 +50,24 @@ from .. import (
 from ..permissions import is_read_only_command
 from ..sandbox import (
     Confinement,
+    Isolation,
     OutputCapture,
     SandboxSetupError,
     SandboxSupport,
     ShellProcess,
+    WriteGuard,
     git_guard_env,
+    plan_isolation,
+    plan_write_guard,
+    prepare_tmp,
     sandbox_support,
     stat_file,
 )
 from ..sandbox._read_view import ReadView, plan_read_view, toolchain_dirs, venv_bases
 from ._displays import shell_display
+from ._hidden_paths import current_hidden
 from ._i18n import text
-from ._shell_jobs import shell_state, start_job
+from ._shell_jobs import _ShellState, shell_state, start_job  # pyright: ignore[reportPrivateUsage]
 from ._shell_text import CATALOG, OUTPUT_CHARS, short_command
 
 __all__ = ["RunShell", "RunShellArgs"]
@@ -189,6 +196,7 @@ class _Options:
         self.extra_read_paths = tuple(str(p) for p in merged["extra_read_paths"])
         self.confine_reads = bool(merged["confine_reads"])
         self.env_deny = tuple(str(p) for p in merged["env_deny"])
+        self.unix_sockets = tuple(str(p) for p in merged["unix_sockets"])
 
 
 class RunShell(Tool):
@@ -206,6 +214,9 @@ class RunShell(Tool):
             these extra paths and the toolchains on PATH (default True). Hidden paths stay
             hidden either way.
         env_deny: Environment variables (fnmatch patterns) not passed to commands.
+        unix_sockets: Unix sockets (or folders of them) outside the session's own folders
+            that sandboxed commands may connect to, e.g. `/run/postgresql` or
+            `/var/run/docker.sock`; every other program's socket is covered.
         support: What the machine offers (default: probed once); for tests and diagnostics.
 
     Each option can also be set by the user in the `run_shell` tool settings.
@@ -246,6 +257,7 @@ class RunShell(Tool):
         extra_read_paths: Sequence[str] = DEFAULT_READ_PATHS,
         confine_reads: bool = True,
         env_deny: Sequence[str] = DEFAULT_ENV_DENY,
+        unix_sockets: Sequence[str] = (),
         support: SandboxSupport | None = None,
         **options: Any,
     ) -> None:
@@ -257,6 +269,7 @@ class RunShell(Tool):
             "extra_read_paths": tuple(extra_read_paths),
             "confine_reads": confine_reads,
             "env_deny": tuple(env_deny),
+            "unix_sockets": tuple(unix_sockets),
         }
         self._support = support
         super().__init__(**options)
@@ -306,21 +319,31 @@ class RunShell(Tool):
     def _options(self, ctx: ToolContext) -> _Options:
         return _Options(self._base, ctx.settings)
 
-    def _env(self, opts: _Options, temp_dir: Path, args: RunShellArgs, cwd: Path) -> dict[str, str]:
+    def _env(
+        self, opts: _Options, temp_dir: str, args: RunShellArgs, cwd: Path, unasked: bool
+    ) -> dict[str, str]:
         deny = _deny_pattern(opts.env_deny)
         env = {k: v for k, v in os.environ.items() if not deny.match(k)}
         env.update(_FIXED_ENV)
-        env["TMPDIR"] = str(temp_dir)
-        if self.read_only(args):
+        env["TMPDIR"] = temp_dir
+        if unasked or self.read_only(args):
             # It runs without the user's approval: git must not run programs the repository's
             # own config names (fsmonitor, textconv, filters, external diffs).
             env.update(git_guard_env(args.command, cwd, env))
         return env
 
     def _confinement(
-        self, opts: _Options, ctx: ToolContext, temp_dir: Path
+        self,
+        opts: _Options,
+        ctx: ToolContext,
+        state: _ShellState,
+        unasked: bool,
+        guard: WriteGuard | None,
     ) -> tuple[Confinement | None, str]:
-        """The sandbox for this call (None: plain process), and a note when it runs unconfined."""
+        """The sandbox for this call (None: plain process), and a note when it runs unconfined.
+
+        A line nobody approved (`unasked`) gets no write roots: only its `$TMPDIR` is writable.
+        """
         support = self._support or sandbox_support()
         note = ""
         if opts.sandbox and not support.available:
@@ -334,18 +357,27 @@ class RunShell(Tool):
         confine = opts.sandbox and support.available
         if not confine and not support.namespaces:
             return None, note
-        extra_write = [os.path.expanduser(p) for p in opts.extra_write_paths]
-        view = self._read_view(opts, ctx, temp_dir, extra_write) if confine else None
+        temp_dir = state.temp_dir
+        write_roots = () if unasked else ctx.write_roots
+        extra_write = [] if unasked else [os.path.expanduser(p) for p in opts.extra_write_paths]
+        view = isolation = None
+        if confine:
+            view = self._read_view(opts, ctx, temp_dir, extra_write)
+            isolation = self._isolation(opts, ctx, temp_dir, extra_write, view.home)
         try:
             conf = Confinement(
-                write_roots=ctx.write_roots,
+                write_roots=write_roots,
                 temp_dir=temp_dir,
                 network=opts.network,
                 extra_write=extra_write,
                 filesystem=confine,
                 support=support,
                 view=view,
+                guard=guard,
+                isolation=isolation,
             )
+            if conf.isolation is not None:
+                prepare_tmp(conf.isolation)
         except OSError as exc:
             raise ToolFailure(
                 text(ctx.locale, CATALOG, "unavailable", reason=str(exc)),
@@ -354,30 +386,83 @@ class RunShell(Tool):
         return conf, note
 
     @staticmethod
-    def _read_view(
+    def _guard(opts: _Options, ctx: ToolContext, state: _ShellState) -> WriteGuard:
+        """`.git` read-only at any depth, hidden paths pinned, missing ones uncreatable."""
+        writable = [
+            *map(str, ctx.write_roots),
+            *(os.path.expanduser(p) for p in opts.extra_write_paths),
+        ]
+        home = os.path.realpath(Path.home())
+        return plan_write_guard(
+            write_roots=writable, hidden=current_hidden(ctx), home=home, git=state.git
+        )
+
+    def _isolation(
+        self,
+        opts: _Options,
+        ctx: ToolContext,
+        temp_dir: Path,
+        extra_write: Sequence[str],
+        home: str | None,
+    ) -> Isolation:
+        """The session's own /tmp, an empty /run, other programs' sockets covered.
+
+        What the command needs that lies under the host's /tmp stays visible: the roots, the
+        home (or its covered view), the programs on PATH and their virtual environments.
+        """
+        roots = [str(r) for r in (ctx.cwd, *ctx.read_roots, *ctx.write_roots)]
+        path_dirs: list[str] = []
+        for entry in os.environ.get("PATH", "").split(os.pathsep):
+            if os.path.isabs(entry) and os.path.isdir(entry):
+                real = os.path.realpath(entry)
+                venv = os.path.dirname(real)
+                has_cfg = os.path.isfile(os.path.join(venv, "pyvenv.cfg"))
+                path_dirs.append(venv if has_cfg else real)
+        path_dirs += venv_bases(path_dirs, "/")
+        visible = [
+            *self._visible(opts, ctx, temp_dir, extra_write),
+            os.path.realpath(Path.home()),
+            *path_dirs,
+        ]
+        return plan_isolation(
+            tmp=temp_dir,
+            visible=[v for v in visible if os.path.exists(v)],
+            own=[*roots, os.path.realpath(temp_dir)],
+            results=ctx.session.results_path(),
+            allow_sockets=[os.path.expanduser(p) for p in opts.unix_sockets],
+            covered=[home] if home else [],
+        )
+
+    @staticmethod
+    def _visible(
         opts: _Options, ctx: ToolContext, temp_dir: Path, extra_write: Sequence[str]
+    ) -> list[str]:
+        """What a command needs to see: roots, cwd, extra paths, the toolchains on PATH."""
+        home = os.path.realpath(Path.home())
+        tools = toolchain_dirs(os.environ.get("PATH", ""), home)
+        roots = [str(r) for r in (ctx.cwd, *ctx.read_roots, *ctx.write_roots)]
+        return [
+            # The roots and the cwd are resolved already; the settings' paths are not.
+            *roots,
+            os.path.realpath(temp_dir),
+            *(os.path.realpath(p) for p in extra_write),
+            *(os.path.realpath(os.path.expanduser(p)) for p in opts.extra_read_paths),
+            *tools,
+            # A venv in a root or on PATH whose base interpreter lives under the home.
+            *venv_bases([*roots, *tools], home),
+        ]
+
+    def _read_view(
+        self, opts: _Options, ctx: ToolContext, temp_dir: Path, extra_write: Sequence[str]
     ) -> ReadView:
         """What the command may read: the home hidden but for what it needs; hidden paths never.
 
         With `confine_reads` off the home stays visible, and only the hidden paths are covered.
         """
         home = os.path.realpath(Path.home())
-        visible: list[str | Path] = [
-            # The roots and the cwd are resolved already; the settings' paths are not.
-            ctx.cwd,
-            *ctx.read_roots,
-            *ctx.write_roots,
-            os.path.realpath(temp_dir),
-            *(os.path.realpath(p) for p in extra_write),
-            *(os.path.realpath(os.path.expanduser(p)) for p in opts.extra_read_paths),
-            *toolchain_dirs(os.environ.get("PATH", ""), home),
-        ]
-        # A venv in a root or on PATH whose base interpreter lives under the home.
-        tools = toolchain_dirs(os.environ.get("PATH", ""), home)
-        roots = [str(r) for r in (ctx.cwd, *ctx.read_roots, *ctx.write_roots)]
-        visible += venv_bases([*roots, *tools], home)
+        visible = self._visible(opts, ctx, temp_dir, extra_write)
         return plan_read_view(
-            home=home if opts.confine_reads else None, visible=visible, hidden=ctx.hidden_paths
+            home=home if opts.confine_reads else None, visible=visible, hidden=current_hidden(ctx)
         )
 
     async def run(self, args: RunShellArgs, ctx: ToolContext) -> ToolResult:
@@ -389,7 +474,14 @@ class RunShell(Tool):
             )
         opts = self._options(ctx)
         state = shell_state(ctx.session)
-        conf, unsandboxed_note = self._confinement(opts, ctx, state.temp_dir)
+        # Nobody approved it (it was judged read-only, or the session is in plan mode): the
+        # kernel, not the parser, keeps it from writing.
+        unasked = ctx.granted_by == "read_only"
+        guard = None
+        if not unasked and opts.sandbox and (self._support or sandbox_support()).namespaces:
+            # A thread: the first look for `.git` folders walks the whole workspace.
+            guard = await asyncio.to_thread(self._guard, opts, ctx, state)
+        conf, unsandboxed_note = self._confinement(opts, ctx, state, unasked, guard)
         results = ctx.session.results_path()
         if args.run_in_background:
             job_id = f"sh-{state.next_id}"
@@ -412,10 +504,12 @@ class RunShell(Tool):
         before = {} if args.run_in_background else _read_files_state(ctx.session)
         try:
             with conf if conf is not None else contextlib.nullcontext():
+                iso = conf.isolation if conf is not None else None
+                tmp = "/tmp" if iso is not None and iso.tmp else str(state.temp_dir)
                 proc = await ShellProcess.start(
                     args.command,
                     cwd=ctx.cwd,
-                    env=self._env(opts, state.temp_dir, args, ctx.cwd),
+                    env=self._env(opts, tmp, args, ctx.cwd, unasked),
                     capture=capture,
                     confinement=conf,
                     on_data=None if args.run_in_background else on_data,
@@ -429,6 +523,8 @@ class RunShell(Tool):
                 if isinstance(exc, SandboxSetupError)
                 else ErrorCode.EXECUTION_ERROR,
             ) from exc
+        if not unasked and "git" in args.command:
+            state.git.forget()  # it may make a repository: look for `.git` folders again
         mechanism = conf.label if conf is not None else "none"
         reads = {"reads": "unconfined"}
         if conf is not None and conf.reads_by is not None:
@@ -437,6 +533,11 @@ class RunShell(Tool):
                 "reads": "confined" if opts.confine_reads else "secrets_hidden",
                 "reads_by": conf.reads_by,
             }
+        # Which sandbox the line ran in: only its $TMPDIR writable, or the write roots too.
+        if conf is not None and conf.filesystem:
+            reads["writes"] = "tmpdir" if unasked else "write_roots"
+        else:
+            reads["writes"] = "unconfined"
         if args.run_in_background:
             assert log is not None
             start_job(
@@ -516,6 +617,12 @@ class RunShell(Tool):
                 metadata=meta,
             )
         assert code is not None
+        net = "" if self._options(ctx).network else text(loc, CATALOG, "net_off")
+        unasked = reads.get("writes") == "tmpdir"
+        if unasked and _looks_sandboxed(output):
+            # Also when the line ended well: its writes failed, and the model should know why.
+            plan = ctx.session.mode is PermissionMode.PLAN
+            tail.insert(0, text(loc, CATALOG, "plan_hint" if plan else "readonly_hint", net=net))
         if code == 0:
             parts.append(output or text(loc, CATALOG, "no_output"))
             parts += tail
@@ -535,9 +642,8 @@ class RunShell(Tool):
         else:
             parts.append(text(loc, CATALOG, "exit_failed", code=shown))
         parts.append(output or text(loc, CATALOG, "no_output"))
-        if mechanism != "none" and _looks_sandboxed(output):
+        if mechanism != "none" and not unasked and _looks_sandboxed(output):
             roots = ", ".join(str(r) for r in ctx.write_roots)
-            net = "" if self._options(ctx).network else text(loc, CATALOG, "net_off")
             parts.append(text(loc, CATALOG, "sandbox_hint", roots=roots, net=net))
         if reads["reads"] == "confined" and (
             "No such file or directory" in output

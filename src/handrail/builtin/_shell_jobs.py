@@ -30,7 +30,7 @@ from .. import (
     ToolKind,
     ToolResult,
 )
-from ..sandbox import OutputCapture, ShellProcess, read_log
+from ..sandbox import GitScan, OutputCapture, ShellProcess, read_log
 from ._displays import shell_output_display
 from ._i18n import text
 from ._shell_text import CATALOG, OUTPUT_CHARS, short_command
@@ -79,6 +79,8 @@ class _ShellState:
     temp_dir: Path
     jobs: dict[str, _Job] = field(default_factory=dict[str, "_Job"])
     next_id: int = 1
+    git: GitScan = field(default_factory=GitScan)
+    """The `.git` folders found in the write roots, kept read-only for commands that write."""
 
 
 def shell_state(session: Session) -> _ShellState:

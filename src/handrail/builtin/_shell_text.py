@@ -37,6 +37,18 @@ CATALOG = {
             "edits, or ask the user to widen the sandbox in the run_shell settings."
         ),
         "net_off": ", and there is no network",
+        "readonly_hint": (
+            "Note: nobody approved this command: it ran because it looks read-only, so the "
+            "sandbox let it write nowhere but $TMPDIR (/tmp){net}. A 'Read-only file system' "
+            "or 'Permission denied' error above comes from that. To change files, use "
+            "edit_file or write_file, or a command that changes things (the user is asked "
+            "for it)."
+        ),
+        "plan_hint": (
+            "Note: in plan mode every command runs read-only: nothing but $TMPDIR (/tmp) is "
+            "writable{net}. A 'Read-only file system' or 'Permission denied' error above comes "
+            "from that. Finish the plan and leave plan mode before changing anything."
+        ),
         "stale": (
             "Files read earlier in this session that changed while the command ran (read them "
             "again before editing): {paths}"
@@ -107,6 +119,17 @@ CATALOG = {
             "沙箱;请用文件工具修改文件,或请用户在 run_shell 设置中放宽沙箱。"
         ),
         "net_off": ",并且没有网络",
+        "readonly_hint": (
+            "注意:没有人批准这条命令:它因看起来只读而直接运行,所以沙箱只允许它写入 "
+            "$TMPDIR(/tmp){net}。上面的 'Read-only file system' 或 'Permission denied' "
+            "错误由此引起。要修改文件,请用 edit_file 或 write_file,或使用会修改内容的命令"
+            "(会请求用户批准)。"
+        ),
+        "plan_hint": (
+            "注意:计划模式下所有命令都以只读方式运行:除 $TMPDIR(/tmp)外都不可写{net}。"
+            "上面的 'Read-only file system' 或 'Permission denied' 错误由此引起。"
+            "请先完成计划并退出计划模式,再做任何修改。"
+        ),
         "stale": "本会话之前读过、在命令运行期间被修改的文件(编辑前请重新读取):{paths}",
         "unavailable": (
             "run_shell 无法运行此命令:本机没有可用的操作系统沙箱({reason}),且配置不允许"

@@ -3,13 +3,15 @@
 Invariants: paths are resolved (symlinks included) before any containment check, and
 containment is decided by path components; what is opened is checked again at open time; a
 write is atomic and keeps the file's mode; a process started here never outlives its time
-limit, and neither do its descendants. Tools (built-in or not) use these helpers rather than
-`open()`/`subprocess` of their own.
+limit, and neither do its descendants. A confined command sees only its own session (its own
+/proc and /tmp, no other program's sockets), and one nobody approved writes only its $TMPDIR.
+Tools (built-in or not) use these helpers rather than `open()`/`subprocess` of their own.
 """
 
 from __future__ import annotations
 
 from ._capture import OutputCapture as OutputCapture
+from ._child import Isolation as Isolation
 from ._confine import PROTECTED_DIRS as PROTECTED_DIRS
 from ._confine import confine_read as confine_read
 from ._confine import confine_write as confine_write
@@ -29,6 +31,8 @@ from ._files import list_dir_names as list_dir_names
 from ._files import read_file_bytes as read_file_bytes
 from ._files import stat_file as stat_file
 from ._git_guard import git_guard_env as git_guard_env
+from ._isolation import plan_isolation as plan_isolation
+from ._isolation import prepare_tmp as prepare_tmp
 from ._paths import resolve_path as resolve_path
 from ._process import CommandResult as CommandResult
 from ._process import kill_tree as kill_tree
@@ -70,6 +74,9 @@ from ._urlguard import classify_address as classify_address
 from ._urlguard import parse_allow_hosts as parse_allow_hosts
 from ._urlguard import parse_url as parse_url
 from ._urlguard import system_resolve as system_resolve
+from ._write_guard import GitScan as GitScan
+from ._write_guard import WriteGuard as WriteGuard
+from ._write_guard import plan_write_guard as plan_write_guard
 
 __all__ = [
     "MAX_URL_CHARS",
@@ -83,8 +90,10 @@ __all__ = [
     "CommandResult",
     "Confinement",
     "FileData",
+    "GitScan",
     "HostNotFound",
     "InvalidUrl",
+    "Isolation",
     "OutputCapture",
     "ParsedUrl",
     "ResolveFunc",
@@ -96,6 +105,7 @@ __all__ = [
     "ShellProcess",
     "TextFormat",
     "UrlRefused",
+    "WriteGuard",
     "allowed_entry",
     "atomic_write",
     "check_host",
@@ -120,6 +130,9 @@ __all__ = [
     "newline_of",
     "parse_allow_hosts",
     "parse_url",
+    "plan_isolation",
+    "plan_write_guard",
+    "prepare_tmp",
     "protected_part",
     "read_file_bytes",
     "read_log",

@@ -13,7 +13,7 @@ from .._context import ToolContext
 from .._contract import ErrorCode
 from ..errors import ToolFailure
 from ..permissions import PROTECTED_DIRS, is_within, protected_part
-from ..permissions._hidden import hidden_entry, hidden_message
+from ..permissions._hidden import hidden_entry, hidden_message, hidden_now
 from ._paths import resolve_path
 
 __all__ = ["PROTECTED_DIRS", "confine_read", "confine_write", "inside", "protected_part"]
@@ -45,7 +45,8 @@ def confine_read(path: str, ctx: ToolContext) -> str:
 
 def refuse_hidden(resolved: str, ctx: ToolContext, code: ErrorCode) -> None:
     """Refuse a resolved path inside one of the session's hidden (secret) locations."""
-    entry = hidden_entry(resolved, ctx.hidden_paths)
+    hidden = hidden_now(ctx.hidden_paths, (*ctx.read_roots, *ctx.write_roots))
+    entry = hidden_entry(resolved, hidden)
     if entry is not None:
         raise ToolFailure(hidden_message(resolved, entry), code=code)
 

@@ -40,10 +40,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import fcntl
 import os
 import shutil
-import socket
+import signal
 import struct
 import subprocess
 import tempfile
@@ -52,8 +51,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ._parent_death import DEATH_SIGNAL, ParentDeath, supervised_argv
+from ._child import (
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    ChildSetup,
+    Isolation,
+    errno_error,
+    libc,
+)
+from ._parent_death import DEATH_SIGNAL, ParentDeath, init_argv, supervised_argv
 from ._read_view import ReadView, landlock_readable
+from ._write_guard import WriteGuard
 
 __all__ = [
     "Confinement",
@@ -80,52 +89,21 @@ _FS_TRUNCATE = 1 << 14  # ABI 3
 _NET_BIND_TCP = 1 << 0  # ABI 4
 _NET_CONNECT_TCP = 1 << 1
 
-_CLONE_NEWNS = 0x00020000
-_CLONE_NEWUSER = 0x10000000
-_CLONE_NEWPID = 0x20000000
-_CLONE_NEWNET = 0x40000000
-_MS_RDONLY = 1
-_MS_REMOUNT = 32
-_MS_BIND = 4096
-_MS_REC = 16384
-_MS_PRIVATE = 1 << 18
-_MS_NOSUID = 2
-_MS_NODEV = 4
-_MS_NOEXEC = 8
-_PR_SET_NO_NEW_PRIVS = 38
-_PR_CAPBSET_DROP = 24
-_PR_CAP_AMBIENT = 47
-_PR_CAP_AMBIENT_CLEAR_ALL = 4
-_CAP_VERSION_3 = 0x20080522
-_SYS_OPEN_TREE = 428  # Linux 5.2; Landlock (5.13) implies it
-_SYS_MOVE_MOUNT = 429
-_SYS_MOUNT_SETATTR = 442  # Linux 5.12; the same number on every architecture
-_MOUNT_ATTR_RDONLY = 1
-_OPEN_TREE_CLONE = 1
-_AT_RECURSIVE = 0x8000
-_AT_FDCWD = -100
-_MOVE_MOUNT_F_EMPTY_PATH = 4
+_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET = 1  # ABI 6
+_LANDLOCK_SCOPE_SIGNAL = 2
+
 # Capabilities that read around a mount view: open_by_handle_at (DAC_READ_SEARCH), raw I/O and
 # /proc/kcore (SYS_RAWIO), new device nodes (MKNOD), kernel code (SYS_MODULE), kernel memory
 # through BPF and perf (SYS_ADMIN, which also allows both, PERFMON, BPF).
 _READ_AROUND_CAPS = (2, 16, 17, 21, 27, 38, 39)
-_SIOCSIFFLAGS = 0x8914
-_IFF_UP_LOOPBACK_RUNNING = 0x1 | 0x8 | 0x40
-_IFREQ_LO = struct.pack("16sH14x", b"lo", _IFF_UP_LOOPBACK_RUNNING)
 
 # Writable devices: discarding output and reading zeros must keep working.
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty")
 PROTECTED = (".git", ".handrail")
 
-try:
-    _libc: ctypes.CDLL | None = ctypes.CDLL(None, use_errno=True)
-except OSError:  # not Linux / no libc
-    _libc = None
-
-
-def _errno_error(what: str) -> OSError:
-    err = ctypes.get_errno()
-    return OSError(err, f"{what}: {os.strerror(err)}")
+_libc = libc
+_errno_error = errno_error
+SIGKILL = signal.SIGKILL
 
 
 def landlock_abi() -> int:
@@ -161,6 +139,8 @@ class SandboxSupport:
     keeps_metadata: bool = False
     """A command's mount namespace can make every mount but the write roots read-only, so it
     cannot change times, modes or owners outside them (Landlock alone does not stop that)."""
+    fresh_proc: bool = False
+    """A command's PID namespace gets a /proc of its own: it sees no other process."""
 
     @property
     def available(self) -> bool:
@@ -185,7 +165,7 @@ def sandbox_support(*, refresh: bool = False) -> SandboxSupport:
         return _support
     abi = landlock_abi()
     needs_userns = os.geteuid() != 0
-    namespaces = hides = keeps = False
+    namespaces = hides = keeps = fresh = False
     reason = ""
     if _libc is None or not hasattr(_libc, "unshare"):
         reason = "not Linux: no Landlock or namespaces"
@@ -193,6 +173,7 @@ def sandbox_support(*, refresh: bool = False) -> SandboxSupport:
         namespaces = _probe_namespaces(needs_userns)
         hides = namespaces and _probe_namespaces(needs_userns, hide=True)
         keeps = namespaces and _probe_namespaces(needs_userns, read_only=True)
+        fresh = namespaces and _probe_namespaces(needs_userns, read_only=keeps, fresh_proc=True)
         if abi == 0:
             reason = (
                 "the kernel has no Landlock (Linux 5.13 or later with Landlock enabled, e.g. "
@@ -205,12 +186,19 @@ def sandbox_support(*, refresh: bool = False) -> SandboxSupport:
         reason=reason,
         hides_paths=hides,
         keeps_metadata=keeps,
+        fresh_proc=fresh,
     )
     return _support
 
 
-def _probe_namespaces(needs_userns: bool, *, hide: bool = False, read_only: bool = False) -> bool:
-    """Start a `true` in new namespaces (`hide`: through a small view; `read_only`: read-only)."""
+def _probe_namespaces(
+    needs_userns: bool, *, hide: bool = False, read_only: bool = False, fresh_proc: bool = False
+) -> bool:
+    """Start a `true` in new namespaces.
+
+    `hide`: through a small view; `read_only`: every mount read-only; `fresh_proc`: as PID 1
+    of its namespace, with a /proc of its own, below a supervisor (`ChildSetup`).
+    """
     true = shutil.which("true") or "/bin/true"
     with tempfile.TemporaryDirectory(prefix="handrail-probe-") as folder:
         view = None
@@ -218,16 +206,14 @@ def _probe_namespaces(needs_userns: bool, *, hide: bool = False, read_only: bool
             keep, secret = os.path.join(folder, "keep"), os.path.join(folder, "keep", "secret")
             os.makedirs(os.path.join(secret, "inner"))
             view = ReadView(home=folder, binds=(keep,), make_dirs=(keep,), cover_dirs=(secret,))
-        setup = _Setup(
+        setup = ChildSetup(
             userns=needs_userns,
             uid=os.geteuid(),
             gid=os.getegid(),
-            flags=_CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWNET,
-            readonly=(),
-            loopback=True,
-            ruleset=-1,
+            flags=CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET,
             view=view,
             writable=(os.fsencode(folder),) if read_only else None,
+            fork_init=fresh_proc,
         )
         try:
             done = subprocess.run(
@@ -243,189 +229,6 @@ def _probe_namespaces(needs_userns: bool, *, hide: bool = False, read_only: bool
         except (OSError, subprocess.SubprocessError):
             return False
     return done.returncode == 0
-
-
-class _Setup:
-    """The child-side setup, run between fork and exec. Everything is bound beforehand."""
-
-    def __init__(
-        self,
-        *,
-        userns: bool,
-        uid: int,
-        gid: int,
-        flags: int,
-        readonly: Sequence[bytes],
-        loopback: bool,
-        ruleset: int,
-        netns: int = -1,
-        view: ReadView | None = None,
-        writable: Sequence[bytes] | None = None,
-        drop_caps: Sequence[int] = (),
-        parent_death: ParentDeath | None = None,
-    ) -> None:
-        assert _libc is not None
-        # With `writable`, every mount but those paths becomes read-only (None: left as is).
-        self.writable = tuple(writable) if writable is not None else None
-        # struct mount_attr {attr_set, attr_clr, propagation, userns_fd}, made before the fork.
-        self.attr_rdonly = ctypes.create_string_buffer(
-            struct.pack("QQQQ", _MOUNT_ATTR_RDONLY, 0, 0, 0), 32
-        )
-        self.attr_rw = ctypes.create_string_buffer(
-            struct.pack("QQQQ", 0, _MOUNT_ATTR_RDONLY, 0, 0), 32
-        )
-        self.parent_death = parent_death
-        self.userns = userns
-        self.maps = (
-            (b"/proc/self/setgroups", b"deny"),
-            (b"/proc/self/uid_map", f"{uid} {uid} 1".encode()),
-            (b"/proc/self/gid_map", f"{gid} {gid} 1".encode()),
-        )
-        self.flags = flags | (_CLONE_NEWUSER if userns else 0)
-        self.readonly = tuple(readonly)
-        self.loopback = loopback and bool(flags & _CLONE_NEWNET)
-        self.ruleset = ruleset
-        self.netns = netns
-        self.view = view is not None
-        plan = view if view is not None else ReadView(home=None)
-        self.home = os.fsencode(plan.home) if plan.home else None
-        self.binds = tuple(os.fsencode(p) for p in plan.binds)
-        self.bind_fds = [-1] * len(self.binds)  # filled in the child: no list grows there
-        self.make_dirs = tuple(os.fsencode(p) for p in plan.make_dirs)
-        self.make_files = tuple(os.fsencode(p) for p in plan.make_files)
-        self.cover_dirs = tuple(os.fsencode(p) for p in plan.cover_dirs)
-        self.cover_files = tuple(os.fsencode(p) for p in plan.cover_files)
-        self.drop_caps = tuple(drop_caps)
-        # capget/capset buffers, made before the fork: a header and two data words.
-        self.cap_header = ctypes.create_string_buffer(struct.pack("Ii", _CAP_VERSION_3, 0), 8)
-        self.cap_data = ctypes.create_string_buffer(24)
-        self.inheritable_mask = ~sum(1 << c for c in self.drop_caps) & ((1 << 64) - 1)
-        self.capget = getattr(_libc, "capget", None)
-        self.capset = getattr(_libc, "capset", None)
-        self.setns = _libc.setns
-        self.unshare = _libc.unshare
-        self.mount = _libc.mount
-        self.prctl = _libc.prctl
-        self.syscall = _libc.syscall
-
-    def __call__(self) -> None:
-        if self.flags and self.unshare(self.flags) != 0:
-            raise _errno_error("unshare")
-        if self.userns:
-            for path, value in self.maps:
-                fd = os.open(path, os.O_WRONLY)
-                try:
-                    os.write(fd, value)
-                finally:
-                    os.close(fd)
-        if self.netns >= 0 and self.setns(self.netns, _CLONE_NEWNET) != 0:
-            raise _errno_error("setns")
-        if self.flags & _CLONE_NEWNS:
-            if self.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
-                raise _errno_error("mount --make-rprivate /")
-            if self.writable is not None:
-                self._read_only_but_writable()
-            # After the above: clearing read-only below a write root would undo these.
-            for path in self.readonly:
-                if self.mount(path, path, None, _MS_BIND | _MS_REC, None) != 0:
-                    raise _errno_error("bind mount")
-                if self.mount(None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY, None) != 0:
-                    raise _errno_error("read-only remount")
-            if self.view:
-                self._hide()
-        if self.loopback:
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            try:
-                fcntl.ioctl(s.fileno(), _SIOCSIFFLAGS, _IFREQ_LO)
-            finally:
-                s.close()
-        for cap in self.drop_caps:
-            if self.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-                raise _errno_error("drop capability")
-        if self.drop_caps:
-            self._drop_inherited()
-        if self.ruleset >= 0:
-            if self.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-                raise _errno_error("no_new_privs")
-            if self.syscall(_SYS_LANDLOCK_RESTRICT_SELF, self.ruleset, 0) != 0:
-                raise _errno_error("landlock_restrict_self")
-        if self.parent_death is not None:
-            # Last: a change of credentials after it would clear the request (prctl(2)).
-            self.parent_death()
-
-    def _read_only_but_writable(self) -> None:
-        """Make every mount read-only but the writable paths (and what is mounted below them).
-
-        Landlock does not cover utime, chmod, chown or extended attributes; a read-only mount
-        refuses them all with EROFS. Each writable path is bound onto itself so that it is a
-        mount of its own, then the whole tree is made read-only and those mounts writable again.
-        """
-        for path in self.writable or ():
-            if self.mount(path, path, None, _MS_BIND | _MS_REC, None) != 0:
-                raise _errno_error("bind a writable path")
-        size = ctypes.c_size_t(32)
-        if self.syscall(_SYS_MOUNT_SETATTR, _AT_FDCWD, b"/", _AT_RECURSIVE, self.attr_rdonly, size):
-            raise _errno_error("mount_setattr read-only")
-        for path in self.writable or ():
-            if self.syscall(_SYS_MOUNT_SETATTR, _AT_FDCWD, path, _AT_RECURSIVE, self.attr_rw, size):
-                raise _errno_error("mount_setattr writable")
-        # The cwd was entered before the binds: enter it again, or a cwd inside a write root
-        # would still be on the mount below the bind, now read-only.
-        os.chdir(os.getcwdb())
-
-    def _drop_inherited(self) -> None:
-        """Clear the dropped capabilities from the inheritable and ambient sets too.
-
-        Root regains at exec whatever is inheritable, bounding set or not (a parent started
-        with `capsh --inh=...` would hand them back).
-        """
-        self.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # absent before 4.3
-        if self.capget is None or self.capset is None:
-            return
-        if self.capget(self.cap_header, self.cap_data) != 0:
-            raise _errno_error("capget")
-        words = struct.unpack("6I", self.cap_data.raw)
-        low, high = self.inheritable_mask & 0xFFFFFFFF, self.inheritable_mask >> 32
-        data = (words[0], words[1], words[2] & low, words[3], words[4], words[5] & high)
-        ctypes.memmove(self.cap_data, struct.pack("6I", *data), 24)
-        if self.capset(self.cap_header, self.cap_data) != 0:
-            raise _errno_error("capset")
-
-    def _hide(self) -> None:
-        """Cover the home but for the bound-back paths, then cover what is hidden."""
-        if self.home is not None:
-            # Clone the paths to keep (with what is mounted below them, `.git` read-only
-            # included) before the tmpfs hides them, then put the clones back on top.
-            for i, path in enumerate(self.binds):
-                fd = self.syscall(
-                    _SYS_OPEN_TREE, _AT_FDCWD, path, _OPEN_TREE_CLONE | _AT_RECURSIVE | os.O_CLOEXEC
-                )
-                if fd < 0:
-                    raise _errno_error("open_tree")
-                self.bind_fds[i] = fd
-            if self.mount(b"tmpfs", self.home, b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=755") != 0:
-                raise _errno_error("mount tmpfs over the home")
-            for path in self.make_dirs:
-                os.mkdir(path, 0o755)
-            for path in self.make_files:
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
-            for i, path in enumerate(self.binds):
-                fd = self.bind_fds[i]
-                if self.syscall(
-                    _SYS_MOVE_MOUNT, fd, b"", _AT_FDCWD, path, _MOVE_MOUNT_F_EMPTY_PATH
-                ):
-                    raise _errno_error("move_mount")
-                os.close(fd)
-        for path in self.cover_dirs:
-            flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-            if self.mount(b"tmpfs", path, b"tmpfs", flags, b"mode=700,size=4k") != 0:
-                raise _errno_error("cover a hidden folder")
-        for path in self.cover_files:
-            if self.mount(b"/dev/null", path, None, _MS_BIND, None) != 0:
-                raise _errno_error("cover a hidden file")
-        # The cwd was entered before the mounts: enter it again through the new view, or `..`
-        # and relative paths would still walk the old one.
-        os.chdir(os.getcwdb())
 
 
 def _write_rights(abi: int) -> int:
@@ -452,8 +255,16 @@ def _ruleset(
     rights = _write_rights(abi)
     handled = rights | (_FS_READ_FILE if readable is not None else 0)
     net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if block_tcp and abi >= 4 else 0
-    # struct landlock_ruleset_attr: handled_access_fs, handled_access_net (ABI 4), scoped (ABI 6)
-    attr = struct.pack("QQ", handled, net) if abi >= 4 else struct.pack("Q", handled)
+    # struct landlock_ruleset_attr: handled_access_fs, handled_access_net (ABI 4), scoped (ABI 6).
+    # Scoped: no signal to a process outside the sandbox, no connection to an abstract Unix
+    # socket made outside it (an abstract socket has no path for the mounts to cover).
+    if abi >= 6:
+        scoped = _LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | _LANDLOCK_SCOPE_SIGNAL
+        attr = struct.pack("QQQ", handled, net, scoped)
+    elif abi >= 4:
+        attr = struct.pack("QQ", handled, net)
+    else:
+        attr = struct.pack("Q", handled)
     buf = ctypes.create_string_buffer(attr, len(attr))
     fd = int(
         _libc.syscall(
@@ -501,6 +312,9 @@ class Confinement:
     namespace (when the machine allows one) so that nothing it starts can outlive it, but
     writes and network are not restricted. Use as a context manager around the spawn; the
     Landlock ruleset fd is closed on exit.
+
+    A command approved by nobody gets no `write_roots` and no `extra_write`: it can write only
+    its `temp_dir` (`$TMPDIR`, mounted at `/tmp` with an `isolation` plan).
     """
 
     def __init__(
@@ -513,6 +327,8 @@ class Confinement:
         filesystem: bool = True,
         support: SandboxSupport | None = None,
         view: ReadView | None = None,
+        guard: WriteGuard | None = None,
+        isolation: Isolation | None = None,
     ) -> None:
         self.support = support or sandbox_support()
         if filesystem and not self.support.available:
@@ -525,7 +341,7 @@ class Confinement:
         netns = -1
         readonly: list[bytes] = []
         writable_mounts: list[bytes] | None = None
-        flags = _CLONE_NEWPID if ns else 0
+        flags = CLONE_NEWPID if ns else 0
         # Reads are confined by mounts where a mount namespace can hide paths, else by
         # Landlock (file contents only); callers report `reads_by`.
         hides = filesystem and view is not None and ns and self.support.hides_paths
@@ -538,6 +354,11 @@ class Confinement:
         """How the command's reads are confined: `mounts` (it cannot see what is hidden),
         `landlock` (it cannot read hidden files, but folder listings show their names), or
         None (it reads what the user can)."""
+        mounts = filesystem and ns
+        self.fresh_proc = mounts and self.support.fresh_proc
+        """The command's PID namespace has a /proc of its own: no other process shows."""
+        self.isolation = isolation if mounts and self.support.hides_paths else None
+        """What the command sees of `/tmp`, `/run` and other programs' sockets (None: all)."""
         if filesystem:
             writable = [str(r) for r in self.write_roots] + [*extra_write]
             if temp_dir is not None:
@@ -546,40 +367,42 @@ class Confinement:
                 self.support.landlock, writable, _DEVICES, not network and not ns, readable
             )
             if ns:
-                flags |= _CLONE_NEWNS
+                flags |= CLONE_NEWNS
                 if not network:
                     netns = _shared_netns(self.support)
                     if netns < 0:
-                        flags |= _CLONE_NEWNET
+                        flags |= CLONE_NEWNET
                 if self.support.keeps_metadata:
                     # A missing extra path grants nothing (as in the ruleset); the others exist.
                     writable_mounts = [os.fsencode(p) for p in writable if os.path.exists(p)]
-                for root in self.write_roots:
-                    for name in PROTECTED:
-                        p = root / name
-                        # A real folder or file only: a symlink there is not followed (the
-                        # write roots are Landlock-confined anyway).
-                        if os.path.lexists(p) and not os.path.islink(p):
-                            readonly.append(os.fsencode(p))
+                if guard is not None:
+                    readonly = [os.fsencode(p) for p in guard.readonly]
+                else:
+                    readonly = [os.fsencode(p) for p in _top_protected(self.write_roots)]
         # As root (no user namespace) the command keeps root's capabilities: drop those that
         # read around the mounts. In a user namespace they reach nothing outside it anyway.
         root = os.geteuid() == 0 and not (ns and self.support.user_namespace)
         drop = _READ_AROUND_CAPS if self.reads_by is not None and root else ()
-        self.setup: Callable[[], None] = _Setup(
+        # Without a PID namespace the supervisor is the command's subreaper, so that it can
+        # find and end everything the command started when handrail dies. With a fresh /proc
+        # the supervisor is the forked child itself, and SIGKILL takes the namespace along.
+        death = ParentDeath(SIGKILL, subreaper=False) if self.fresh_proc else None
+        self.setup: Callable[[], None] = ChildSetup(
             userns=ns and self.support.user_namespace,
             uid=os.geteuid(),
             gid=os.getegid(),
             flags=flags,
             readonly=readonly,
-            loopback=True,
             ruleset=self._fd,
             netns=netns,
             view=view if hides else None,
             writable=writable_mounts,
             drop_caps=drop,
-            # Without a PID namespace the supervisor is the command's subreaper, so that it can
-            # find and end everything the command started when handrail dies.
-            parent_death=ParentDeath(DEATH_SIGNAL, subreaper=not ns),
+            parent_death=death or ParentDeath(DEATH_SIGNAL, subreaper=not ns),
+            pins=guard.pins if guard is not None and mounts else (),
+            seals=guard.seals if guard is not None and mounts else (),
+            isolation=self.isolation,
+            fork_init=self.fresh_proc,
         )
         self.pid_namespace = ns
         """The command gets its own PID namespace (stopping it reaches every descendant)."""
@@ -598,11 +421,14 @@ class Confinement:
     def argv(self, shell: str, command: str) -> list[str]:
         """The argv that runs `command` under this confinement, through its supervisor.
 
-        With a PID namespace the supervisor's first child is the namespace's init: a subshell
-        that runs the command as its own child, so the command is never PID 1 itself (PID 1
-        ignores signals it has no handler for, even `kill -9 $$` from inside). When the command
-        ends, PID 1 exits and the kernel kills whatever the command left in the namespace.
+        With a PID namespace the namespace's init (PID 1) is a shell that runs the command as
+        its own child, so the command is never PID 1 itself (PID 1 ignores signals it has no
+        handler for, even `kill -9 $$` from inside). When the command ends, PID 1 exits and the
+        kernel kills whatever the command left in the namespace. With a fresh /proc the setup
+        forks PID 1 itself (the argv is PID 1's); otherwise a supervisor shell starts it.
         """
+        if self.fresh_proc:
+            return init_argv(shell, command)
         return supervised_argv(shell, command, pid_namespace=self.pid_namespace)
 
     def close(self) -> None:
@@ -617,6 +443,21 @@ class Confinement:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _top_protected(write_roots: Sequence[Path]) -> list[str]:
+    """`.git` and `.handrail` at the top of each write root.
+
+    A real folder or file only: a symlink there is not followed (the write roots are
+    Landlock-confined anyway).
+    """
+    out: list[str] = []
+    for root in write_roots:
+        for name in PROTECTED:
+            p = os.path.join(root, name)
+            if os.path.lexists(p) and not os.path.islink(p):
+                out.append(p)
+    return out
 
 
 _netns_fd: int | None = None
@@ -636,15 +477,7 @@ def _shared_netns(support: SandboxSupport) -> int:
         return _netns_fd
     _netns_fd = -1
     cat = shutil.which("cat") or "/bin/cat"
-    setup = _Setup(
-        userns=False,
-        uid=0,
-        gid=0,
-        flags=_CLONE_NEWNET,
-        readonly=(),
-        loopback=True,
-        ruleset=-1,
-    )
+    setup = ChildSetup(userns=False, uid=0, gid=0, flags=CLONE_NEWNET)
     try:
         # `cat` waits on its stdin until we have opened its namespace, then ends.
         holder = subprocess.Popen(

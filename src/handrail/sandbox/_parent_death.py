@@ -37,7 +37,14 @@ import signal
 import subprocess
 from collections.abc import Callable
 
-__all__ = ["DEATH_SIGNAL", "ParentDeath", "die_with_parent", "supervised_argv", "supported"]
+__all__ = [
+    "DEATH_SIGNAL",
+    "ParentDeath",
+    "die_with_parent",
+    "init_argv",
+    "supervised_argv",
+    "supported",
+]
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -164,6 +171,18 @@ def supervised_argv(shell: str, command: str, *, pid_namespace: bool) -> list[st
         _supervisor_shell()[0],
         " ".join(_supervisor_shell()[1:]),
     ]
+
+
+# PID 1 of a namespace: it runs the command as its child (PID 1 ignores every signal it has no
+# handler for, so the command must not be PID 1 itself) and exits with its status; `exit $?`
+# after it keeps the shell from exec'ing the command in its place. Started in POSIX mode, it
+# reads no BASH_ENV (that is the command's), then leaves it.
+_INIT = '${BASH_VERSION:+set +o posix}; "$0" -c "$1"; exit $?'
+
+
+def init_argv(shell: str, command: str) -> list[str]:
+    """The argv of a PID namespace's init that runs `shell -c command` (see `_child.py`)."""
+    return [*_supervisor_shell(), "-c", _INIT, shell, command]
 
 
 @functools.cache
