@@ -36,7 +36,7 @@ from .. import (
 )
 from ..sandbox import RipgrepRun, SearchRoot, compile_glob, run_ripgrep
 from ._displays import grep_display
-from ._hidden_paths import hidden_filter
+from ._hidden_paths import current_hidden, hidden_filter
 from ._i18n import Catalog, count_of, text
 from ._list_files import (
     SEARCH_TIMEOUT,
@@ -379,7 +379,7 @@ class GrepSearch(Tool):
                 rg_args.append(f"--after-context={args.after}")
         rg_args.append(f"--regexp={args.pattern}")
         keep = _keeper(match, mode)
-        hidden = hidden_filter(root.cwd, ctx.hidden_paths) if root.kind == "dir" else None
+        hidden = hidden_filter(root.cwd, current_hidden(ctx)) if root.kind == "dir" else None
         if hidden is not None:  # the folder holds a hidden path: out of the walk and the output
             rg_args += hidden.args
             keep = hidden.wrap(keep)

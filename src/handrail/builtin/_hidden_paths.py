@@ -14,16 +14,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .. import ErrorCode, ToolContext, ToolFailure
-from ..permissions._hidden import hidden_entry, hidden_message, is_glob
+from ..permissions._hidden import hidden_entry, hidden_message, hidden_now, is_glob
 
-__all__ = ["HiddenFilter", "hidden_filter", "refuse_hidden", "visible_names"]
+__all__ = ["HiddenFilter", "current_hidden", "hidden_filter", "refuse_hidden", "visible_names"]
+
+
+def current_hidden(ctx: ToolContext) -> Sequence[Path]:
+    """The call's hidden paths, plus where any inside the roots was moved (by identity)."""
+    return hidden_now(ctx.hidden_paths, (*ctx.read_roots, *ctx.write_roots))
 
 
 def refuse_hidden(
     path: str, ctx: ToolContext, code: ErrorCode = ErrorCode.OUTSIDE_READ_ROOTS
 ) -> None:
     """Raise `ToolFailure(code)` when the resolved `path` is, or lies in, a hidden path."""
-    entry = hidden_entry(path, ctx.hidden_paths)
+    entry = hidden_entry(path, current_hidden(ctx))
     if entry is not None:
         raise ToolFailure(hidden_message(path, entry), code=code)
 
@@ -32,7 +37,8 @@ def visible_names(folder: str, names: Sequence[str], ctx: ToolContext) -> list[s
     """`names` in `folder` without the hidden ones (for "did you mean" suggestions)."""
     if not ctx.hidden_paths:
         return list(names)
-    return [n for n in names if hidden_entry(os.path.join(folder, n), ctx.hidden_paths) is None]
+    hidden = current_hidden(ctx)
+    return [n for n in names if hidden_entry(os.path.join(folder, n), hidden) is None]
 
 
 class HiddenFilter:

@@ -46,7 +46,7 @@ from ..sandbox import (
     search_root,
 )
 from ._displays import list_display
-from ._hidden_paths import hidden_filter, refuse_hidden, visible_names
+from ._hidden_paths import current_hidden, hidden_filter, refuse_hidden, visible_names
 from ._i18n import Catalog, text
 
 __all__ = ["ListFiles", "ListFilesArgs"]
@@ -438,7 +438,7 @@ class ListFiles(Tool):
             rg_args.append("--no-ignore")
         rg_args += glob.args
         keep = glob.match
-        hidden = hidden_filter(root.cwd, ctx.hidden_paths)
+        hidden = hidden_filter(root.cwd, current_hidden(ctx))
         if hidden is not None:  # the folder holds a hidden path: out of the walk and the output
             rg_args += hidden.args
             keep = hidden.wrap(keep)

@@ -14,6 +14,7 @@ resolved (symlinks followed), so a check by either spelling finds them.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import stat
@@ -24,9 +25,12 @@ from .._contract import ErrorCode, PermissionRequest, ReadPath, WritePath
 
 __all__ = [
     "HOME_SECRETS",
+    "HOME_SECRETS_FORMATTED",
+    "HOME_SECRET_FOLDERS",
     "SYSTEM_SECRETS",
     "hidden_entry",
     "hidden_message",
+    "hidden_now",
     "hidden_paths",
     "hidden_refusal",
     "is_glob",
@@ -51,7 +55,8 @@ HOME_SECRETS: tuple[str, ...] = (
     ".npmrc",
     ".yarnrc.yml",
     ".pypirc",
-    ".cargo/credentials*",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
     ".gem/credentials",
     ".config/composer/auth.json",
     ".composer/auth.json",
@@ -86,6 +91,22 @@ HOME_SECRETS: tuple[str, ...] = (
     ".local/state/handrail",
 )
 """Secret locations relative to the user's home."""
+
+HOME_SECRET_FOLDERS: frozenset[str] = frozenset(
+    ".ssh .gnupg .aws .azure .config/gcloud .oci .kube .config/gh .config/hub .config/rclone"
+    " .config/op .local/share/keyrings .password-store .local/share/fish .config/handrail"
+    " .local/state/handrail".split()
+)
+"""The entries of `HOME_SECRETS` that are folders (the others are files)."""
+
+HOME_SECRETS_FORMATTED: frozenset[str] = frozenset(
+    ".docker/config.json .config/containers/auth.json .config/composer/auth.json"
+    " .composer/auth.json .m2/settings.xml .terraform.d/credentials.tfrc.json"
+    " .claude/.credentials.json .codex/auth.json .gem/credentials".split()
+)
+"""Files of `HOME_SECRETS` that their programs would refuse to read when empty (JSON, XML,
+YAML): where one is missing, its folder is kept from gaining new names instead of an empty
+file standing in for it (see `sandbox._write_guard`)."""
 
 SYSTEM_SECRETS: tuple[str, ...] = (
     "/etc/shadow",
@@ -296,3 +317,120 @@ def hidden_refusal(
                 )
                 return hidden_message(q.path, entry), code
     return None
+
+
+# -- by identity -----------------------------------------------------------------------------
+
+_WALK_LIMIT = 200_000
+"""Most entries looked at to find where a hidden folder inside the roots was moved."""
+
+
+class _Tracker:
+    """(device, inode) of the hidden entries inside the roots, and where each is now.
+
+    A rename keeps a file's identity: when a hidden entry is no longer at its path, it is looked
+    for (first among the folders beside the one renamed, then through the roots) and its new
+    place is hidden too. Only entries inside the roots are tracked: those are the ones a tool
+    could reach, so a runtime whose roots hold none pays nothing.
+    """
+
+    def __init__(self, hidden: Sequence[Path], roots: Sequence[Path]) -> None:
+        self.roots = tuple(os.path.normpath(str(r)) for r in roots)
+        self.entries = [
+            str(e)
+            for e in hidden
+            if not is_glob(e.name) and any(_inside(str(e), r) for r in self.roots)
+        ]
+        self.ids: dict[str, tuple[int, int]] = {}
+        self.moved: dict[tuple[int, int], str] = {}
+
+    def _note(self) -> None:
+        for entry in self.entries:
+            if entry not in self.ids:
+                with contextlib.suppress(OSError):
+                    st = os.lstat(entry)
+                    self.ids[entry] = (st.st_dev, st.st_ino)
+
+    def places(self) -> tuple[str, ...]:
+        """Where hidden entries that were moved are now (empty when none was)."""
+        if not self.entries:
+            return ()
+        self._note()
+        out: list[str] = []
+        for entry, ident in list(self.ids.items()):
+            if _identity(entry) == ident:
+                continue
+            where = self.moved.get(ident)
+            if where is None or _identity(where) != ident:
+                where = self._find(entry, ident)
+            if where is None:
+                del self.ids[entry]  # gone (deleted, or out of every root): nothing to hide
+                self.moved.pop(ident, None)
+                continue
+            self.moved[ident] = where
+            out.append(where)
+        return tuple(out)
+
+    def _find(self, entry: str, ident: tuple[int, int]) -> str | None:
+        # A rename in place first: `conf` -> `conf2` leaves `conf2/secrets` beside where it was.
+        path = entry
+        while path not in ("/", "") and not os.path.isdir(path):
+            parent = os.path.dirname(path)
+            rest = os.path.relpath(entry, path)
+            with contextlib.suppress(OSError), os.scandir(parent) as it:
+                for e in it:
+                    candidate = os.path.normpath(os.path.join(e.path, rest))
+                    if _identity(candidate) == ident:
+                        return candidate
+            path = parent
+        seen = 0
+        stack = [r for r in self.roots if os.path.isdir(r)]
+        while stack and seen < _WALK_LIMIT:
+            folder = stack.pop()
+            with contextlib.suppress(OSError), os.scandir(folder) as it:
+                for e in it:
+                    seen += 1
+                    st = e.stat(follow_symlinks=False)
+                    if (st.st_dev, st.st_ino) == ident:
+                        return e.path
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(e.path)
+        return None
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+_TRACKERS: dict[tuple[int, tuple[str, ...]], tuple[Sequence[Path], _Tracker]] = {}
+
+
+def hidden_now(hidden: Sequence[Path], roots: Sequence[Path]) -> Sequence[Path]:
+    """`hidden`, plus where hidden entries inside `roots` are now if something moved them.
+
+    Identity (device and inode) survives a rename: after `mv conf conf2` a hidden
+    `conf/secrets` is hidden as `conf2/secrets` too. The first call for a runtime's list
+    records the identities; each later one costs an lstat per tracked entry. Returns `hidden`
+    itself when nothing moved.
+    """
+    if not hidden or not roots:
+        return hidden
+    key = (id(hidden), tuple(map(str, roots)))
+    cached = _TRACKERS.get(key)
+    if cached is None or cached[0] is not hidden:
+        if len(_TRACKERS) >= 32:
+            _TRACKERS.clear()
+        cached = (hidden, _Tracker(hidden, roots))
+        _TRACKERS[key] = cached
+    places = cached[1].places()
+    if not places:
+        return hidden
+    return (*hidden, *(Path(p) for p in places))

@@ -50,7 +50,7 @@ from ..permissions import (
     suggest_rules,
 )
 from ..permissions import Rule as _Rule
-from ..permissions._hidden import hidden_refusal
+from ..permissions._hidden import hidden_now, hidden_refusal
 from ..sandbox import resolve_path
 from ..validation import InvalidArguments, closest
 from ._calls import ApproverFunc, Pending, Plan, Prepared, ProgressFunc, RunState
@@ -106,6 +106,9 @@ class Pipeline(Runner):
         self.hidden_paths = hidden_paths
         """Secret locations every call is refused (checked before the policy, which cannot
         lift them) and every tool sees in its `ToolContext`."""
+        # Their identities are noted now, so a hidden folder inside the roots renamed later
+        # (by anything) is still known for what it is.
+        hidden_now(hidden_paths, (*read_roots, *write_roots))
         self.pending: dict[str, Pending] = {}
         """Calls stopped at stage 6 without an approver, by call id, until `resume_call`."""
         self._plans: dict[str, Plan] = {}
@@ -342,7 +345,9 @@ class Pipeline(Runner):
                 text = say(self.locale, "tool_failed", detail=exc_text(exc))
                 return fail(call, tool.name, p.t0, ErrorCode.EXECUTION_ERROR, text)
             # Here, not in the policy alone: a Policy subclass must not be able to lift it.
-            hidden = hidden_refusal(requests, self.hidden_paths)
+            hidden = hidden_refusal(
+                requests, hidden_now(self.hidden_paths, (*self.read_roots, *self.write_roots))
+            )
             if hidden is not None:
                 denial = Denial(reason=hidden[0], source="roots")
                 return denied(self.locale, p, denial, hidden[1], hidden=True)
