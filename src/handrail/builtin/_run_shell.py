@@ -177,6 +177,23 @@ def _deny_pattern(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
 
 
+@functools.lru_cache(maxsize=8)
+def _path_dirs(path_env: str, home: str) -> tuple[str, ...]:
+    """What a command keeps seeing when `/tmp` is replaced (a venv in the host's /tmp).
+
+    The home, and the folders PATH runs programs from, with their virtual environments and the
+    base interpreters those are built on (resolved, existing). Cached per PATH.
+    """
+    out: list[str] = [home] if os.path.isdir(home) else []
+    for entry in path_env.split(os.pathsep):
+        if os.path.isabs(entry) and os.path.isdir(entry):
+            real = os.path.realpath(entry)
+            venv = os.path.dirname(real)
+            out.append(venv if os.path.isfile(os.path.join(venv, "pyvenv.cfg")) else real)
+    out += venv_bases(out[1:], "/")
+    return tuple(dict.fromkeys(out))
+
+
 def _signal_name(code: int) -> str:
     try:
         return signal.Signals(code).name
@@ -359,11 +376,14 @@ class RunShell(Tool):
             return None, note
         temp_dir = state.temp_dir
         write_roots = () if unasked else ctx.write_roots
-        extra_write = [] if unasked else [os.path.expanduser(p) for p in opts.extra_write_paths]
+        # Readable either way; writable only for a line someone approved.
+        extra_paths = [os.path.expanduser(p) for p in opts.extra_write_paths]
+        extra_write = [] if unasked else extra_paths
         view = isolation = None
         if confine:
-            view = self._read_view(opts, ctx, temp_dir, extra_write)
-            isolation = self._isolation(opts, ctx, temp_dir, extra_write, view.home)
+            visible = self._visible(opts, ctx, temp_dir, extra_paths)
+            view = self._read_view(opts, ctx, visible)
+            isolation = self._isolation(opts, ctx, temp_dir, visible, view.home)
         try:
             conf = Confinement(
                 write_roots=write_roots,
@@ -402,7 +422,7 @@ class RunShell(Tool):
         opts: _Options,
         ctx: ToolContext,
         temp_dir: Path,
-        extra_write: Sequence[str],
+        visible: Sequence[str],
         home: str | None,
     ) -> Isolation:
         """The session's own /tmp, an empty /run, other programs' sockets covered.
@@ -411,22 +431,10 @@ class RunShell(Tool):
         home (or its covered view), the programs on PATH and their virtual environments.
         """
         roots = [str(r) for r in (ctx.cwd, *ctx.read_roots, *ctx.write_roots)]
-        path_dirs: list[str] = []
-        for entry in os.environ.get("PATH", "").split(os.pathsep):
-            if os.path.isabs(entry) and os.path.isdir(entry):
-                real = os.path.realpath(entry)
-                venv = os.path.dirname(real)
-                has_cfg = os.path.isfile(os.path.join(venv, "pyvenv.cfg"))
-                path_dirs.append(venv if has_cfg else real)
-        path_dirs += venv_bases(path_dirs, "/")
-        visible = [
-            *self._visible(opts, ctx, temp_dir, extra_write),
-            os.path.realpath(Path.home()),
-            *path_dirs,
-        ]
+        seen = [*visible, *_path_dirs(os.environ.get("PATH", ""), os.path.realpath(Path.home()))]
         return plan_isolation(
             tmp=temp_dir,
-            visible=[v for v in visible if os.path.exists(v)],
+            visible=seen,
             own=[*roots, os.path.realpath(temp_dir)],
             results=ctx.session.results_path(),
             allow_sockets=[os.path.expanduser(p) for p in opts.unix_sockets],
@@ -452,15 +460,12 @@ class RunShell(Tool):
             *venv_bases([*roots, *tools], home),
         ]
 
-    def _read_view(
-        self, opts: _Options, ctx: ToolContext, temp_dir: Path, extra_write: Sequence[str]
-    ) -> ReadView:
+    def _read_view(self, opts: _Options, ctx: ToolContext, visible: Sequence[str]) -> ReadView:
         """What the command may read: the home hidden but for what it needs; hidden paths never.
 
         With `confine_reads` off the home stays visible, and only the hidden paths are covered.
         """
         home = os.path.realpath(Path.home())
-        visible = self._visible(opts, ctx, temp_dir, extra_write)
         return plan_read_view(
             home=home if opts.confine_reads else None, visible=visible, hidden=current_hidden(ctx)
         )

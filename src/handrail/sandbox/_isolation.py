@@ -92,8 +92,14 @@ def plan_isolation(
     shown = [os.path.normpath(v) for v in visible]
     private_tmp = None
     binds: list[tuple[str, str, bool]] = []
-    if tmp is not None and _real_dir(_TMP) and not any(_within(_TMP, v) for v in shown):
-        private_tmp = os.path.realpath(tmp)
+    real_tmp = os.path.realpath(tmp) if tmp is not None else None
+    if (
+        real_tmp is not None
+        and _real_dir(_TMP)
+        # A root that holds /tmp, or the session's folder itself, keeps the host's /tmp.
+        and not any(_within(_TMP, v) or _within(real_tmp, v) for v in shown)
+    ):
+        private_tmp = real_tmp
         wanted = [v for v in shown if _within(v, _TMP)]
         wanted += [a for a in allowed if _within(a, _TMP) and os.path.exists(a)]
         extra = os.path.realpath(results) if results is not None else None
