@@ -275,3 +275,82 @@ async def test_serve_offers_a_sub_agent_whose_approvals_reach_the_client(
         assert len(asked) == 1
         assert asked[0].startswith("The sub-agent general#1 asks.\nhandrail: allow `run_shell`")
         assert model.problems == []
+
+
+async def test_handrails_own_files_inside_the_root_are_hidden_from_every_tool(
+    workspace: Path,
+) -> None:
+    # A --settings file and the script a hook runs (outside the sandbox), both inside the
+    # root: a client's tools can neither read nor change them, in bypass mode too.
+    settings = workspace / "handrail-settings.json"
+    hook = workspace / "guard.sh"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    settings.write_text(
+        json.dumps({"hooks": {"post_tool_use": [{"command": "./guard.sh", "matcher": "none"}]}})
+    )
+    params = server(workspace, "--mode", "bypass", "--settings", str(settings))
+    with anyio.fail_after(WAIT):
+        async with Client(params, mode="legacy") as client:
+            reads = [
+                await client.call_tool("read_file", {"file_path": name})
+                for name in ("handrail-settings.json", "guard.sh")
+            ]
+            edit = await client.call_tool(
+                "write_file", {"file_path": "guard.sh", "content": "#!/bin/sh\ntouch PWNED\n"}
+            )
+            shell = await client.call_tool(
+                "run_shell",
+                {"command": "cat guard.sh handrail-settings.json; echo 'touch PWNED' >> guard.sh"},
+            )
+            grep = await client.call_tool("grep_search", {"pattern": "exit 0|hooks"})
+    assert all(r.is_error for r in reads) and edit.is_error
+    assert "exit 0" not in text(shell) + text(grep) and "hooks" not in text(shell) + text(grep)
+    assert hook.read_text() == "#!/bin/sh\nexit 0\n"
+    assert not (workspace / "PWNED").exists()
+
+
+async def test_a_token_file_inside_the_root_is_hidden_from_the_tools(workspace: Path) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    secret = "TOKEN-CANARY-" + "7" * 24
+    token_file = workspace / "serve.token"
+    token_file.write_text(secret + "\n")
+    token_file.chmod(0o600)
+    port = free_port()
+    proc = start_serve(workspace, "--http", f"127.0.0.1:{port}", "--token-file", "serve.token")
+    try:
+        assert proc.stderr is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stderr, selectors.EVENT_READ)
+            assert sel.select(timeout=WAIT)
+            assert proc.stderr.readline().startswith("handrail: serving MCP on")
+        with anyio.fail_after(WAIT):
+            async with (
+                create_mcp_http_client(headers={"Authorization": f"Bearer {secret}"}) as http,
+                Client(
+                    streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)
+                ) as client,
+            ):
+                read = await client.call_tool("read_file", {"file_path": "serve.token"})
+                shell = await client.call_tool("run_shell", {"command": "cat serve.token"})
+                grep = await client.call_tool("grep_search", {"pattern": "TOKEN-CANARY"})
+        assert read.is_error
+        assert secret not in text(read) + text(shell) + text(grep)
+    finally:
+        proc.terminate()  # SIGTERM: a clean stop that removes its session's folder
+        proc.wait(timeout=WAIT)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def start_serve(workspace: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "handrail", "serve", "--mode", "bypass", *args],
+        cwd=workspace,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "XDG_CONFIG_HOME": str(workspace.parent / "xdg")},
+    )

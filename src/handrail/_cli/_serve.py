@@ -8,6 +8,7 @@ else a fresh one, printed once on stderr and kept in the token file while the se
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from .._contract import Approval
+from ..permissions import Settings
 from ..runtime import Runtime
 from ._common import CliError, CommonOptions, load_tool_set
 
@@ -127,6 +129,10 @@ def _agent_setup(ns: argparse.Namespace) -> tuple[Callable[[Runtime], None] | No
     return setup, opened
 
 
+def _absolute(path: str) -> str:
+    return os.path.realpath(os.path.expanduser(path))
+
+
 def parse_http(value: str) -> tuple[str, int]:
     """`HOST:PORT` (or `[v6-address]:PORT`) as a (host, port) pair."""
     host, sep, port_text = value.rpartition(":")
@@ -188,6 +194,13 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
     setup, opened = _agent_setup(ns)
     tools = await load_tool_set(opts)
     extra = opts.settings
+    if ns.token_file:
+        # The file holding the server's token is a secret: no tool may read it, even when it
+        # lies inside the root.
+        base = extra or Settings()
+        extra = dataclasses.replace(
+            base, hidden_paths=(*base.hidden_paths, _absolute(ns.token_file))
+        )
     mode = opts.mode or (
         extra.default_mode.value if extra is not None and extra.default_mode else "accept_edits"
     )

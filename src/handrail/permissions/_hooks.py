@@ -10,15 +10,18 @@ was configured with `on_error="ignore"`. No hook can allow what a deny rule deni
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Awaitable, Callable, Mapping
+import shlex
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from .._contract import ToolResult
 from ..errors import ConfigurationError
 
-__all__ = ["Hook", "HookEvent", "HookEventName", "HookFunc", "HookResponse"]
+__all__ = ["Hook", "HookEvent", "HookEventName", "HookFunc", "HookResponse", "hook_files"]
 
 HookEventName = Literal["pre_tool_use", "post_tool_use", "post_tool_failure"]
 HOOK_EVENTS: tuple[HookEventName, ...] = ("pre_tool_use", "post_tool_use", "post_tool_failure")
@@ -113,3 +116,32 @@ class Hook:
         if self._pattern is None:
             return True
         return any(self._pattern.fullmatch(n) for n in names)
+
+
+_SYSTEM_DIRS = ("/usr/", "/bin/", "/sbin/", "/lib", "/etc/", "/opt/", "/nix/", "/snap/")
+
+
+def hook_files(hooks: Sequence[Hook], root: Path) -> tuple[str, ...]:
+    """The files hook commands run (`./check.sh`, `python3 hooks/guard.py`), resolved.
+
+    Hooks run outside the sandbox: a tool that could change what one runs could run anything.
+    These files are hidden like handrail's settings (`Runtime` adds them), so no tool reads or
+    writes them. A word counts when it names an existing file relative to `root` (where hooks
+    run) or the home; programs in system folders (`/usr/bin/python3`) do not.
+    """
+    out: list[str] = []
+    for hook in hooks:
+        if hook.command is None:
+            continue
+        try:
+            words = shlex.split(hook.command)
+        except ValueError:
+            words = hook.command.split()
+        for word in words:
+            path = os.path.expanduser(word)
+            if "/" not in path and not os.path.isfile(os.path.join(root, path)):
+                continue
+            real = os.path.realpath(os.path.join(root, path))
+            if os.path.isfile(real) and not real.startswith(_SYSTEM_DIRS):
+                out.append(real)
+    return tuple(dict.fromkeys(out))

@@ -42,6 +42,7 @@ from ..errors import ConfigurationError
 from ..permissions import Hook, Policy, Settings, is_within
 from ..permissions import load_settings as _load_settings
 from ..permissions._hidden import hidden_paths as _hidden_paths
+from ..permissions._hooks import hook_files
 from ..sandbox import resolve_path
 from ._calls import ApproverFunc, ProgressFunc
 from ._executor import Batch, StreamingExecutor
@@ -135,6 +136,9 @@ class Runtime:
         self.root = (
             Path(resolve_path(str(root), Path.cwd())) if root is not None else Path.cwd().resolve()
         )
+        # The files handrail's own configuration comes from, beyond the (hidden) config folder:
+        # a settings file given explicitly, and the scripts hooks run outside the sandbox.
+        own_files = settings.sources if settings is not None else ()
         if load_settings:
             loaded = _load_settings(self.root)
             settings = loaded.merged_with(settings) if settings is not None else loaded
@@ -183,7 +187,15 @@ class Runtime:
             default_timeout=default_timeout,
             on_progress=on_progress,
             # The real user's home, now: a later change of $HOME does not move the secrets.
-            hidden_paths=_hidden_paths((*settings.hidden_paths, *hidden_paths), base=self.root),
+            hidden_paths=_hidden_paths(
+                (
+                    *settings.hidden_paths,
+                    *hidden_paths,
+                    *own_files,
+                    *hook_files((*settings.hooks, *hooks), self.root),
+                ),
+                base=self.root,
+            ),
         )
         # The pipeline's own methods, bound once: `call` reaches them with no extra hop.
         pipeline.command_slots = command_slots
