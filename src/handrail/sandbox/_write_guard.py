@@ -20,6 +20,7 @@ Planned in the parent, applied by `ChildSetup` in the command's mount namespace:
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import subprocess
@@ -90,6 +91,15 @@ def _find_protected(root: str) -> tuple[str, ...]:
                 check=False,
             )
             return tuple(os.fsdecode(p) for p in done.stdout.split(b"\0") if p)
+        except subprocess.TimeoutExpired:
+            # A tree too big to walk in time: at least the top of the root is protected.
+            logging.getLogger("handrail").warning(
+                "looking for .git folders under %s took over %g s; only the top one is "
+                "read-only to commands",
+                root,
+                _FIND_TIMEOUT,
+            )
+            return tuple(p for p in (os.path.join(root, n) for n in PROTECTED) if _lexists(p))
         except (OSError, subprocess.SubprocessError):
             pass
     out: list[str] = []
@@ -163,7 +173,13 @@ def plan_write_guard(
     roots = [os.path.realpath(r) for r in write_roots if os.path.isdir(r)]
     readonly: list[str] = []
     for root in roots:
-        readonly += [p for p in git.under(root) if not os.path.islink(p)]
+        for p in git.under(root):
+            if os.path.islink(p):
+                # A `.git` symlink: what it points to is protected where it lies in a root.
+                p = os.path.realpath(p)
+                if not any(_within(p, r) for r in roots):
+                    continue
+            readonly.append(p)
     pins: list[str] = []
     seals: list[str] = []
     for raw in map(str, hidden):
