@@ -399,6 +399,15 @@ def test_terminal_output_is_styled_and_no_color_is_respected(workspace: Path) ->
 
 def run_on_a_terminal(workspace: Path, answer: str, *args: str) -> subprocess.CompletedProcess[str]:
     """Run with stdin on a pseudo-terminal and type `answer` at the approval prompt."""
+    out = raw_on_a_terminal(workspace, answer, *args)
+    text = [b.decode().replace("\r\n", "\n").replace("\r", "\n") for b in (out.stdout, out.stderr)]
+    return subprocess.CompletedProcess(out.args, out.returncode, *text)
+
+
+def raw_on_a_terminal(
+    workspace: Path, answer: str, *args: str
+) -> subprocess.CompletedProcess[bytes]:
+    """`run_on_a_terminal`, with stdout and stderr byte for byte."""
     master, slave = pty.openpty()
     try:
         proc = subprocess.Popen(
@@ -407,7 +416,6 @@ def run_on_a_terminal(workspace: Path, answer: str, *args: str) -> subprocess.Co
             stdin=slave,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
             env=isolated_env(workspace),
         )
         os.close(slave)
@@ -501,3 +509,65 @@ def test_a_signal_at_the_prompt_stops_at_once(
             proc.kill()
             proc.wait(timeout=30)
         os.close(master)
+
+
+# -- what reaches the terminal -----------------------------------------------------------------
+
+# A clipboard write (OSC 52), an OSC 8 hyperlink, a clear screen, a C1 cursor-up + erase-line,
+# a carriage return that prints the second part over the first, a bidi override, a zero-width
+# space inside a word.
+HOSTILE = (
+    "hello\x1b]52;c;cm0gLXJmIH4=\x07 \x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\ "
+    "world\x1b[2J\x9b1A\x9b2K\nsafe text\rrm -rf ~ \u202eexe.txt r\u200bm"
+)
+SHOWN = (
+    "hello\\x1b]52;c;cm0gLXJmIH4=\\x07 \\x1b]8;;https://evil.example\\x1b\\link\\x1b]8;;\\x1b\\ "
+    "world\\x1b[2J\\x9b1A\\x9b2K\nsafe text\\rrm -rf ~ \\u202eexe.txt r\\u200bm"
+)
+RAW_CONTROLS = (b"\x1b", b"\x9b", b"\x07", b"\r", "\u202e".encode(), "\u200b".encode())
+
+
+def assert_no_raw_controls(raw: bytes) -> None:
+    """Nothing in `raw` acts on a terminal but the colours handrail itself chose (SGR)."""
+    raw = re.sub(rb"\x1b\[[0-9;]*m", b"", raw)
+    for sequence in RAW_CONTROLS:
+        assert sequence not in raw, f"{sequence!r} reached the terminal: {raw!r}"
+
+
+def test_a_tools_output_is_shown_without_obeying_its_escape_sequences(workspace: Path) -> None:
+    (workspace / "evil.txt").write_text(HOSTILE, newline="")
+    argv = [sys.executable, "-m", "handrail", "call", "read_file", "file_path=evil.txt"]
+    for env in (isolated_env(workspace), isolated_env(workspace, TTY_COMPATIBLE="1")):
+        out = subprocess.run(argv, cwd=workspace, capture_output=True, env=env, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert_no_raw_controls(out.stdout + out.stderr)
+        shown = SHOWN.replace("\n", "\n2\t")
+        assert out.stdout.decode() == f"1\t{shown}\n"
+
+
+def test_json_output_keeps_the_tools_exact_output(workspace: Path) -> None:
+    (workspace / "evil.txt").write_text(HOSTILE, newline="")
+    out = run(workspace, "read_file", "file_path=evil.txt", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["content"] == "1\t" + HOSTILE.replace("\n", "\n2\t")
+
+
+def test_an_approval_shows_the_arguments_without_obeying_their_escape_sequences(
+    workspace: Path,
+) -> None:
+    out = raw_on_a_terminal(workspace, "n", "run_shell", f"command=echo {HOSTILE}")
+    assert out.returncode == 1
+    assert_no_raw_controls(out.stderr)
+    shown = out.stderr.decode()
+    assert "run_shell needs your approval" in shown
+    # The whole command, every hidden or overwritten part of it visible.
+    assert f"  run echo {SHOWN.replace(chr(10), chr(10) + '      ')}\n" in shown, shown
+    assert "declined this call at the terminal" in shown
+
+
+def test_an_approval_shows_a_path_on_one_line(workspace: Path) -> None:
+    name = "new.txt\n  write /etc/motd"
+    out = raw_on_a_terminal(workspace, "n", "write_file", f"file_path={name}", "content=x")
+    assert out.returncode == 1
+    shown = out.stderr.decode()
+    assert f"  write {workspace}/new.txt\\n  write /etc/motd\n" in shown, shown

@@ -86,6 +86,9 @@ class Run:
     root: Path
     requests: list[RecordedRequest] = field(default_factory=list[RecordedRequest], repr=False)
     problems: list[str] = field(default_factory=list[str])
+    raw_stdout: bytes = field(default=b"", repr=False)
+    """stdout as written, byte for byte (`stdout` reads it with universal newlines)."""
+    raw_stderr: bytes = field(default=b"", repr=False)
 
     @property
     def state(self) -> Path:
@@ -119,21 +122,27 @@ def run_cli(
     out = subprocess.run(
         handrail_argv(*args, "--root", str(root)),
         cwd=root,
-        input=stdin,
+        input=stdin.encode(),
         capture_output=True,
-        text=True,
         timeout=RUN_TIMEOUT,
         check=False,
         env=env or isolated_env(home),
     )
     return Run(
         returncode=out.returncode,
-        stdout=out.stdout,
-        stderr=out.stderr,
+        stdout=_universal(out.stdout),
+        stderr=_universal(out.stderr),
         seconds=time.monotonic() - t0,
         home=home,
         root=root,
+        raw_stdout=out.stdout,
+        raw_stderr=out.stderr,
     )
+
+
+def _universal(raw: bytes) -> str:
+    """`raw` decoded as `text=True` would: UTF-8 with universal newlines."""
+    return raw.decode().replace("\r\n", "\n").replace("\r", "\n")
 
 
 def run_agent(
@@ -1110,7 +1119,104 @@ def test_continuing_a_preset_session_sends_the_same_key_variable(
     assert second.requests[0].headers["authorization"] == "Bearer sk-deepseek"
 
 
-# == 8. A model server that hangs ============================================================
+# == 8. What reaches the terminal =============================================================
+
+# A model (or a file it reads) writing to the terminal itself: an OSC 52 clipboard write
+# ("rm -rf ~" in base64), a clear screen, a cursor-up + erase-line in single-character C1
+# CSI, a carriage return that would print the second part over the first, a bidi override.
+OSC52 = "\x1b]52;c;cm0gLXJmIH4=\x07"
+CLEAR = "\x1b[2J\x1b[H"
+C1_ERASE = "\x9b1A\x9b2K"
+HOSTILE = f"Done{OSC52}, see{CLEAR} the{C1_ERASE} notes.\nsafe text\rrm -rf ~ \u202eexe.txt"
+HOSTILE_FILE = f"notes{OSC52}{C1_ERASE}.txt"
+RAW_CONTROLS = (b"\x1b", b"\x9b", b"\x07", b"\r", "\u202e".encode())
+"""Bytes a terminal acts on: none may come from the model."""
+
+
+def hostile_script() -> list[ScriptItem]:
+    """The model reads a file whose name carries the sequences, then answers with them."""
+    read = ToolUse("read_file", {"file_path": HOSTILE_FILE})
+    return [Reply(text="Reading.", tool_calls=[read]), Reply(text=HOSTILE)]
+
+
+def hostile_workspace(home: Path) -> Path:
+    root = workspace(home)
+    (root / HOSTILE_FILE).write_text("hello\n")
+    return root
+
+
+@scenario()
+def hostile_text(home: Path, _: Scenarios) -> Run:
+    return run_agent(home, hostile_workspace(home), hostile_script(), "Read it.")
+
+
+@scenario()
+def hostile_json(home: Path, _: Scenarios) -> Run:
+    return run_agent(home, hostile_workspace(home), hostile_script(), "Read it.", fmt="json")
+
+
+@scenario()
+def hostile_stream(home: Path, _: Scenarios) -> Run:
+    root = hostile_workspace(home)
+    return run_agent(home, root, hostile_script(), "Read it.", fmt="stream-json")
+
+
+@scenario()
+def hostile_error(home: Path, _: Scenarios) -> Run:
+    return run_agent(home, workspace(home), [Fault(status=400, body=HOSTILE)], "Hi.")
+
+
+def assert_no_raw_controls(raw: bytes) -> None:
+    for sequence in RAW_CONTROLS:
+        assert sequence not in raw, f"{sequence!r} reached the terminal: {raw!r}"
+
+
+def test_text_output_shows_the_models_escape_sequences_without_obeying_them(
+    hostile_text: Run,
+) -> None:
+    assert hostile_text.returncode == 0, hostile_text.stderr
+    assert_no_raw_controls(hostile_text.raw_stdout)
+    assert_no_raw_controls(hostile_text.raw_stderr)
+    # Every word is still there, and so is the attack, spelled out.
+    assert hostile_text.stdout == (
+        "Done\\x1b]52;c;cm0gLXJmIH4=\\x07, see\\x1b[2J\\x1b[H the\\x9b1A\\x9b2K notes.\n"
+        "safe text\\rrm -rf ~ \\u202eexe.txt\n"
+    )
+
+
+def test_text_progress_shows_a_tools_escape_sequences_without_obeying_them(
+    hostile_text: Run,
+) -> None:
+    call, result = hostile_text.stderr.splitlines()[:2]
+    # The arguments as the model wrote them (JSON escapes its C0 controls, not C1 ones).
+    assert (
+        call
+        == '-> read_file {"file_path":"notes\\u001b]52;c;cm0gLXJmIH4=\\u0007\\x9b1A\\x9b2K.txt"}'
+    )
+    # The tool's summary names the file.
+    assert re.fullmatch(
+        r"   ok read_file \(\d+ ms\) Read notes\\x1b\]52;c;cm0gLXJmIH4=\\x07\\x9b1A\\x9b2K\.txt "
+        r"lines 1-1 of 1",
+        result,
+    ), result
+
+
+def test_json_output_keeps_the_exact_text(hostile_json: Run, hostile_stream: Run) -> None:
+    assert hostile_json.returncode == 0, hostile_json.stderr
+    assert hostile_json.result()["result"] == HOSTILE
+    events = hostile_stream.events()
+    assert events[-1]["result"] == HOSTILE
+    (finished,) = [e for e in events if e["type"] == "tool_call_finished"]
+    assert HOSTILE_FILE in finished["result"]["summary"]
+
+
+def test_a_model_servers_error_text_is_shown_without_obeying_it(hostile_error: Run) -> None:
+    assert hostile_error.returncode == 1
+    assert_no_raw_controls(hostile_error.raw_stderr)
+    assert "Done\\x1b]52;c;cm0gLXJmIH4=\\x07, see" in hostile_error.stderr
+
+
+# == 9. A model server that hangs ============================================================
 
 
 @scenario(slow=True)

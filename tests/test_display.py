@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from inline_snapshot import snapshot
+
 from handrail import (
     CallStatus,
     Denial,
@@ -14,7 +17,14 @@ from handrail import (
     ToolKind,
     ToolResult,
 )
-from handrail.display import CallView, call_arguments, default_display, group_summary, status_of
+from handrail.display import (
+    CallView,
+    call_arguments,
+    default_display,
+    group_summary,
+    status_of,
+    terminal_text,
+)
 
 
 def shown(group: DisplayGroup, status: CallStatus = CallStatus.DONE) -> Display:
@@ -125,3 +135,79 @@ def test_view_shows_paths_relative_to_the_working_directory() -> None:
     assert view.relative("/work/app") == "."
     assert view.relative("/etc/hosts") == "/etc/hosts"
     assert view.relative("/work/application/x") == "/work/application/x"
+
+
+def test_a_carriage_return_stays_inside_its_line_in_a_text_body() -> None:
+    # `safe\rrm -rf ~` is one line of a command: shown as two, it would read as two commands.
+    body = TextBody.of("echo safe text\rrm -rf ~\r\nnext\r\n")
+    assert body.head == ("echo safe text\rrm -rf ~", "next")
+
+
+# -- terminal_text: what reaches a terminal -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # OSC 52 clipboard write, BEL- and ST-terminated, and one never terminated.
+        ("a\x1b]52;c;cm0gLXJmIH4=\x07b", snapshot(r"a\x1b]52;c;cm0gLXJmIH4=\x07b")),
+        ("a\x1b]52;c;cm0g\x1b\\b", snapshot(r"a\x1b]52;c;cm0g\x1b\b")),
+        ("a\x1b]52;c;cm0gLXJmIH4=", snapshot(r"a\x1b]52;c;cm0gLXJmIH4=")),
+        # OSC 8 hyperlink, OSC 0 window title.
+        (
+            "\x1b]8;;https://evil.example\x1b\\docs\x1b]8;;\x1b\\.",
+            snapshot(r"\x1b]8;;https://evil.example\x1b\docs\x1b]8;;\x1b\."),
+        ),
+        ("\x1b]0;pwned\x07", snapshot(r"\x1b]0;pwned\x07")),
+        # CSI: clear the screen, overwrite the line above, colours.
+        ("\x1b[2J\x1b[H", snapshot(r"\x1b[2J\x1b[H")),
+        ("ok\x1b[1A\x1b[2Kfake", snapshot(r"ok\x1b[1A\x1b[2Kfake")),
+        ("\x1b[31mred\x1b[0m", snapshot(r"\x1b[31mred\x1b[0m")),
+        # DCS, APC, PM, SOS strings and a bare ESC.
+        (
+            "\x1bPq#0\x1b\\ \x1b_apc\x1b\\ \x1b^pm\x1b\\ \x1bXsos\x1b\\ \x1b",
+            snapshot(r"\x1bPq#0\x1b\ \x1b_apc\x1b\ \x1b^pm\x1b\ \x1bXsos\x1b\ \x1b"),
+        ),
+        # C1 controls: a one-character CSI, NEL, a one-character OSC.
+        ("\x9b2J\x85\x9d0;t\x9c", snapshot(r"\x9b2J\x85\x9d0;t\x9c")),
+        # Other C0 controls: BEL, backspace overwrites, charset shifts, form feed, DEL.
+        (
+            "\x07rm\x08\x08ls \x0e\x0f\x0c\x7f\x00",
+            snapshot(r"\x07rm\x08\x08ls \x0e\x0f\x0c\x7f\x00"),
+        ),
+        # A carriage return inside a line; one that ends a line is a line end.
+        ("safe text\rrm -rf ~", snapshot(r"safe text\rrm -rf ~")),
+        ("one\r\ntwo\r", snapshot("one\ntwo")),
+        # Bidi overrides, isolates and marks reorder what a person reads.
+        (
+            "rm -rf \u202e~/txt.exe\u202c \u2066x\u2069\u200f",
+            snapshot(r"rm -rf \u202e~/txt.exe\u202c \u2066x\u2069\u200f"),
+        ),
+        # Zero-width and invisible characters inside a command; a tag character; a surrogate.
+        (
+            "r\u200bm c\u200dat s\u00adu \ufeffx \u2060y",
+            snapshot(r"r\u200bm c\u200dat s\xadu \ufeffx \u2060y"),
+        ),
+        ("hi\U000e0041\ud800", snapshot(r"hi\U000e0041\ud800")),
+        # What a person reads stays: tabs, newlines, Unicode, joiners in emoji and Persian.
+        (
+            "a\tb\nc\\x1b é 中文 👩\u200d💻 می\u200cخواهم",
+            snapshot("a\tb\nc\\x1b é 中文 👩\u200d💻 می\u200cخواهم"),
+        ),
+    ],
+)
+def test_terminal_text_spells_out_what_a_terminal_would_obey(text: str, shown: str) -> None:
+    once = terminal_text(text)
+    assert once == shown
+    assert terminal_text(once) == once  # spelled once is spelled for good
+
+
+def test_terminal_text_on_one_line_spells_line_breaks_and_tabs_too() -> None:
+    assert terminal_text("new.txt\n  write /etc/motd\r\n\tx", multiline=False) == snapshot(
+        r"new.txt\n  write /etc/motd\r\n\tx"
+    )
+
+
+def test_terminal_text_returns_clean_text_itself() -> None:
+    text = "Read src/app.py lines 1-200 of 812 — «ok» 中文"
+    assert terminal_text(text) is text

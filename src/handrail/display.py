@@ -15,13 +15,16 @@ class Deploy(Tool):
         return replace(base, title=f"Deploy {view.arguments.get('service', '?')}")
 ```
 
-Values only, like the contract: nothing here does I/O.
+Values only, like the contract: nothing here does I/O. The values hold the exact text; a
+front end that prints them to a terminal passes each string through `terminal_text` first
+(nothing a model, a tool or a server wrote may act on the terminal).
 """
 
 from __future__ import annotations
 
 import enum
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
@@ -44,6 +47,7 @@ __all__ = [
     "group_summary",
     "one_line",
     "status_of",
+    "terminal_text",
 ]
 
 TITLE_CHARS = 120
@@ -151,8 +155,12 @@ class TextBody:
 
     @classmethod
     def of(cls, text: str, *, head: int = 2, tail: int = 2) -> TextBody:
-        """Keep `head` + `tail` lines of `text` (all of it when that is no more)."""
-        lines = text.rstrip("\n").splitlines() if text.strip() else []
+        r"""Keep `head` + `tail` lines of `text` (all of it when that is no more).
+
+        Lines end at `\n` (or CRLF) only: a lone `\r` stays inside its line, for the front
+        end to spell out, rather than starting a line that looks like another one.
+        """
+        lines = text.replace("\r\n", "\n").rstrip("\n").split("\n") if text.strip() else []
         if len(lines) <= head + tail + 1:  # one hidden line costs as much as the marker
             return cls(head=tuple(lines))
         return cls(
@@ -408,3 +416,71 @@ def group_summary(displays: Sequence[Display]) -> str:
         parts.append(f"{doing if running else done} {n} {noun if n == 1 else nouns}")
     text = ", ".join(parts)
     return text[:1].upper() + text[1:]
+
+
+# -- text for a terminal ----------------------------------------------------------------------
+
+# Characters a terminal acts on or that hide, reorder or fake what a person reads: C0 controls
+# (ESC opens every CSI, OSC, DCS, APC, PM and SOS sequence; CR overwrites; BS, BEL, SO/SI),
+# DEL, C1 controls (U+009B is a one-character CSI), the soft hyphen, invisible joiners and
+# fillers, bidirectional marks, embeddings, overrides and isolates, line and paragraph
+# separators, the BOM, tag characters, and lone surrogates (which cannot even be encoded).
+_HIDDEN = (
+    r"\xad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164"
+    r"\ufeff\uffa0\ufff9-\ufffb\U0001d173-\U0001d17a\U000e0000-\U000e007f\ud800-\udfff"
+)
+_UNSAFE_LINES = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f-\x9f{_HIDDEN}]")  # keeps \t and \n
+_UNSAFE_LINE = re.compile(rf"[\x00-\x1f\x7f-\x9f{_HIDDEN}]")
+_JOINERS = frozenset("\u200c\u200d")
+
+
+def terminal_text(text: str, *, multiline: bool = True) -> str:
+    r"""`text` made safe to print on a terminal: nothing in it acts on the terminal or hides.
+
+    Every control character, and every invisible character that could hide, reorder or fake
+    part of what a person reads, shows as its Python escape, as text: an escape sequence
+    stays visible and does nothing (`\x1b]52;c;...\x07`, `\x1b[2J`, `\x9b1A`), a carriage
+    return shows as `\r` instead of printing the rest of its line over the start, a bidi
+    override as `\u202e`, a zero-width space inside a command as `\u200b`. Newlines and tabs
+    stay, and a carriage return that ends a line (CRLF) is dropped; with `multiline=False`
+    they show as `\n`, `\t` and `\r` too, for what must stay on one line (a path, a rule).
+    A zero-width joiner or non-joiner between two non-ASCII characters stays (emoji
+    sequences, Persian). Printable text, backslashes included, is left as it is, so the
+    result of a string with nothing to escape is that string.
+
+    For text shown to a person only: JSON output keeps the exact text. Hand the result to
+    rich as `Text`, never as a markup string (`[bold]` in it is the model's, not rich's).
+
+    Args:
+        text: Text from a model, a tool, its arguments, a file or a server.
+        multiline: Keep newlines and tabs (and drop the CR of a CRLF).
+
+    Returns:
+        The text with each such character spelled as its escape; `text` itself when it
+        holds none.
+    """
+    unsafe = _UNSAFE_LINES if multiline else _UNSAFE_LINE
+    if unsafe.search(text) is None:  # the common case: one scan, no copy
+        return text
+    return unsafe.sub(_shown_line_ends if multiline else _shown, text)
+
+
+def _shown(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _JOINERS:
+        text, start, end = match.string, match.start(), match.end()
+        if start > 0 and end < len(text) and _visible(text[start - 1]) and _visible(text[end]):
+            return char  # joins letters or emoji no ASCII word is spelled with
+    return char.encode("unicode_escape").decode("ascii")
+
+
+def _shown_line_ends(match: re.Match[str]) -> str:
+    if match.group() == "\r":
+        text, end = match.string, match.end()
+        if end == len(text) or text[end] == "\n":
+            return ""  # it ends a line: there is nothing after it to print over
+    return _shown(match)
+
+
+def _visible(char: str) -> bool:
+    return not char.isascii() and char.isprintable()

@@ -33,6 +33,7 @@ from .._contract import (
     ToolResult,
     WritePath,
 )
+from ..display import terminal_text
 from ..errors import ConfigurationError
 from ..permissions import FolderConfig, is_trusted, read_folder_config, rules_to_allow, trust_folder
 from ..permissions._settings import project_settings
@@ -176,6 +177,17 @@ def describe(request: PermissionRequest) -> str:
     return type(request).__name__
 
 
+def shown_request(request: PermissionRequest) -> str:
+    r"""`describe(request)` as the approval prompt prints it, indented, nothing in it obeyed.
+
+    A path or URL stays on one line (a newline in it shows as `\n`, so it cannot fake
+    another request); a command's later lines are indented under its first.
+    """
+    if isinstance(request, RunCommand):
+        return "  run " + terminal_text(request.command).replace("\n", "\n      ")
+    return "  " + terminal_text(describe(request), multiline=False)
+
+
 def _shell_quote(text: str) -> str:
     import shlex
 
@@ -296,14 +308,16 @@ def terminal_approver(root: Path, err: Console, stdin: TextIO) -> ApproverFunc:
     from rich.text import Text
 
     async def approve(request: ApprovalRequest) -> Approval:
+        # Everything shown comes from the model's arguments: spelled out, never obeyed.
         rules = rules_to_allow(request)
-        shown = " and ".join(rules)
-        err.print(Text(f"{request.tool_name} needs your approval: ", style="bold yellow"), end="")
-        err.print(Text(request.reason), soft_wrap=True)
+        shown = terminal_text(" and ".join(rules), multiline=False)
+        tool = terminal_text(request.tool_name, multiline=False)
+        err.print(Text(f"{tool} needs your approval: ", style="bold yellow"), end="")
+        err.print(Text(terminal_text(request.reason)), soft_wrap=True)
         for item in request.requests:
-            err.print(Text(f"  {describe(item)}"), soft_wrap=True)
+            err.print(Text(shown_request(item)), soft_wrap=True)
             if isinstance(item, SwitchMode) and item.plan:
-                err.print(Text(item.plan.strip()), soft_wrap=True)
+                err.print(Text(terminal_text(item.plan.strip())), soft_wrap=True)
         err.print(
             Text(f"Allow? [y]es / [N]o / [a]lways (saves {shown} in {SETTINGS_FILE}): "),
             end="",
@@ -419,30 +433,40 @@ def diff_shown_in_content(content: str, diff: str) -> bool:
 
 
 def render(result: ToolResult, out: Console, err: Console) -> None:
-    """Content (and diff) on stdout; error code, issues and denial on stderr."""
+    """Content (and diff) on stdout; error code, issues and denial on stderr.
+
+    What the tool, its arguments or a server wrote is shown with its control characters
+    spelled out (`terminal_text`), on a terminal or not: `--json` has the exact text.
+    """
     from rich.text import Text
 
     if result.content:
-        out.file.write(result.content if result.content.endswith("\n") else result.content + "\n")
-        out.file.flush()
+        _write(out, terminal_text(result.content))
     if result.diff and not diff_shown_in_content(result.content, result.diff):
+        diff = terminal_text(result.diff)
         if out.is_terminal:
             from rich.syntax import Syntax
 
-            out.print(Syntax(result.diff.rstrip("\n"), "diff", background_color="default"))
+            out.print(Syntax(diff.rstrip("\n"), "diff", background_color="default"))
         else:
-            out.file.write(result.diff if result.diff.endswith("\n") else result.diff + "\n")
-            out.file.flush()
+            _write(out, diff)
     if result.ok:
         if err.is_terminal:
             done = f"{result.summary or result.tool_name} ({result.duration * 1000:.1f} ms)"
-            err.print(Text(done, style="dim green"), soft_wrap=True)
+            err.print(Text(terminal_text(done), style="dim green"), soft_wrap=True)
         return
     code = result.error.value if result.error is not None else "FAILED"
     err.print(Text(f"error: {code}", style="bold red"), soft_wrap=True)
     for issue in result.issues:
         where = issue.path or "(arguments)"
-        err.print(Text(f"  issue {where}: {issue.message}", style="red"), soft_wrap=True)
+        line = terminal_text(f"  issue {where}: {issue.message}")
+        err.print(Text(line, style="red"), soft_wrap=True)
     if result.denial is not None:
         by = result.denial.source + (f" {result.denial.rule}" if result.denial.rule else "")
-        err.print(Text(f"  denied by {by}: {result.denial.reason}", style="red"), soft_wrap=True)
+        line = terminal_text(f"  denied by {by}: {result.denial.reason}")
+        err.print(Text(line, style="red"), soft_wrap=True)
+
+
+def _write(out: Console, text: str) -> None:
+    out.file.write(text if text.endswith("\n") else text + "\n")
+    out.file.flush()

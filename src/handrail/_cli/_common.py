@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .._context import PermissionMode
 from .._registry import Registry
 from .._tool import Tool
+from ..display import terminal_text
 from ..permissions import Settings, read_settings_file
 from ..runtime import ApproverFunc, Runtime
 
@@ -202,8 +203,9 @@ async def _mcp_tools(opts: CommonOptions, tools: ToolSet) -> list[Tool]:
 
 
 def warn(message: str) -> None:
-    """One line on stderr, prefixed with the program name."""
-    sys.stderr.write(f"handrail: {message}\n")
+    """One line on stderr, prefixed with the program name (controls in it spelled out)."""
+    # It may quote a settings file, a server's error or a tool's output.
+    sys.stderr.write(f"handrail: {terminal_text(message)}\n")
     sys.stderr.flush()
 
 
@@ -225,7 +227,14 @@ class _OneLineFormatter(logging.Formatter):
         if record.exc_info and record.exc_info[1] is not None:
             exc = record.exc_info[1]
             text += f" ({type(exc).__name__}: {exc})" if str(exc) else f" ({type(exc).__name__})"
-        return text
+        return terminal_text(text)  # a record may quote an MCP server or a model's server
+
+
+class _DebugFormatter(logging.Formatter):
+    """Log records in full (--debug), with what they quote shown, not obeyed."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return terminal_text(super().format(record))
 
 
 def setup_logging(debug: bool) -> None:
@@ -235,7 +244,7 @@ def setup_logging(debug: bool) -> None:
     """
     handler = logging.StreamHandler(sys.stderr)
     if debug:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+        handler.setFormatter(_DebugFormatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     else:
         handler.setFormatter(_OneLineFormatter())
     root = logging.getLogger()

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .._context import PermissionMode
 from .._contract import Approval
+from ..display import terminal_text
 from ._common import CliError, CommonOptions, load_tool_set, make_runtime
 
 if TYPE_CHECKING:
@@ -336,14 +337,19 @@ def _terminal(root: Path) -> Any:
 
     async def approve(asked: ApprovalAsked) -> Approval:
         if asked.agent != "main":
-            sys.stderr.write(f"[{asked.agent}] ")
+            sys.stderr.write(f"[{terminal_text(asked.agent, multiline=False)}] ")
         return await ask(asked.request)
 
     return approve
 
 
 class _Output:
-    """Writes what the output format asks for; progress lines go to stderr in text mode."""
+    """Writes what the output format asks for; progress lines go to stderr in text mode.
+
+    Text goes out with its control characters spelled (`terminal_text`): the answer, the
+    calls and what the tools said come from the model, tools and servers. The JSON formats
+    keep the exact text.
+    """
 
     def __init__(self, fmt: str, stdout: TextIO, stderr: TextIO) -> None:
         self.fmt = fmt
@@ -359,9 +365,12 @@ class _Output:
         except (BrokenPipeError, ValueError):
             pass
 
+    def _text(self, stream: TextIO, text: str) -> None:
+        self._line(stream, terminal_text(text))
+
     def note(self, text: str) -> None:
         """A message for the user, never on stdout."""
-        self._line(self.stderr, f"handrail: {text}")
+        self._text(self.stderr, f"handrail: {text}")
 
     def event(self, event: Event) -> None:
         """One event of the run."""
@@ -379,13 +388,13 @@ class _Output:
             return
         line = _progress(event.to_json())
         if line:
-            self._line(self.stderr, line)
+            self._text(self.stderr, line)
 
     def finish(self, result: RunResult) -> None:
         """The end of the run: the answer (text) or the result object (json, stream-json)."""
         if self.fmt == "text":
             if result.result:
-                self._line(self.stdout, result.result)
+                self._text(self.stdout, result.result)
             if result.is_error:
                 self.note(f"{result.subtype}: {result.error}")
             if result.session_id and result.subtype in (
@@ -403,7 +412,7 @@ class _Output:
             if not differences:
                 self._line(self.stdout, "replay: every tool result matches the recording")
             for d in differences:
-                self._line(self.stdout, d.describe())
+                self._text(self.stdout, d.describe())
             return
         report = {
             "type": "replay",
@@ -442,5 +451,6 @@ def _progress(data: dict[str, Any]) -> str | None:
 
 
 def _short(text: str, limit: int = 100) -> str:
-    one = " ".join(text.split())
+    # Spelled before it is flattened: a `\r` in it shows as `\r`, not as a space.
+    one = " ".join(terminal_text(text).split())
     return one if len(one) <= limit else one[: limit - 1] + "…"

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING
 
 from .._context import PermissionMode
 from .._tool import Tool
+from ..display import terminal_text
 from ..runtime import Runtime
 from ._common import CliError, CommonOptions, consoles, load_tool_set, make_runtime
 
@@ -130,10 +131,16 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
 _HEADERS = ("TOOL", "KIND", "READ-ONLY", "CONCURRENCY-SAFE", "DESTRUCTIVE", "NOTE")
 
 
+def _shown(row: Row) -> Row:
+    """`row` with every cell on one line and nothing in it obeyed (an MCP server wrote some)."""
+    return Row(*(terminal_text(cell, multiline=False) for cell in astuple(row)))
+
+
 def plain_table(table: list[Row]) -> str:
     """Aligned columns with a header line, no colours or box drawing (for pipes and scripts)."""
     cells = [_HEADERS] + [
-        (r.name, r.kind, r.read_only, r.concurrency_safe, r.destructive, r.note) for r in table
+        (r.name, r.kind, r.read_only, r.concurrency_safe, r.destructive, r.note)
+        for r in map(_shown, table)
     ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(_HEADERS))]
     lines = [
@@ -147,6 +154,7 @@ def _render(table: list[Row], *, mode: str) -> None:
     if not out.is_terminal:
         sys.stdout.write(plain_table(table))
         return
+    table = [_shown(r) for r in table]
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -189,12 +197,12 @@ def _render(table: list[Row], *, mode: str) -> None:
         grid.add_column("Description", no_wrap=True, overflow="ellipsis", max_width=room)
     for r in table:
         grid.add_row(
-            r.name,
+            Text(r.name),  # Text, not a string: no cell is read as rich markup
             r.kind,
             flag(r.read_only),
             flag(r.concurrency_safe),
             flag(r.destructive, alarming=True),
-            r.note,
+            Text(r.note),
             *([Text(r.description, style="dim")] if show_description else []),
         )
     out.print(grid)

@@ -55,3 +55,31 @@ Attached files:
     assert "not attached link.txt" in shown
     await agent.aclose()
     await rt.aclose()
+
+
+async def test_a_model_servers_error_is_shown_without_obeying_its_escape_sequences(
+    tmp_path: Path,
+) -> None:
+    from handrail.agent import RunResult, Usage
+
+    rt = Runtime(Registry(coding_tools(project_dir=tmp_path)), root=tmp_path)
+    client = ModelClient("openai_chat", "m", base_url="http://127.0.0.1:9/v1", key_required=False)
+    agent = Agent(client, rt, save=False)
+    out = io.StringIO()
+    app = ChatApp(agent, Console(file=out, width=200, force_terminal=True))
+    error = "HTTP 400: bad\x1b]52;c;cm0gLXJmIH4=\x07 request\x9b2J"
+    failed = RunResult(
+        subtype="error_model",
+        result="",
+        session_id="s",
+        num_turns=1,
+        usage=Usage(),
+        duration_ms=1,
+        error=error,
+    )
+    app._report(failed, 0.1)  # pyright: ignore[reportPrivateUsage]
+    shown = out.getvalue()
+    assert "\x1b]" not in shown and "\x9b" not in shown
+    assert r"error_model: HTTP 400: bad\x1b]52;c;cm0gLXJmIH4=\x07 request\x9b2J" in shown
+    await agent.aclose()
+    await rt.aclose()

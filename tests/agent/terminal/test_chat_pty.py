@@ -372,9 +372,43 @@ def test_escape_sequences_from_the_model_and_commands_are_shown_not_obeyed(
     for sequence in (b"\x1b]0;", b"\x1b[2J", b"\x1b[3J", b"\x1b[?1049h"):
         assert sequence not in raw, f"{sequence!r} reached the terminal"
     assert term.screen.title == ""  # pyte sets it on `ESC ] 0 ;`
-    # The sequences are dropped; the text around them is shown.
-    assert re.search(r"Look at this: +and more\.", text), text
+    # The sequences are spelled out, as text, where the model wrote them.
+    spelled = r"\x1b]0;pwned\x07\x1b[2J\x1b[3J\x1b[?1049h"
+    assert f"Look at this: {spelled} and more." in text, text
+    assert f"Finished {spelled} here." in text, text
     assert "  └ end-of-output" in text
+    assert server.problems == []
+
+
+def test_a_markdown_answer_renders_but_its_escape_sequences_stay_text(
+    serve: Callable[..., ModelServer], spawn: Callable[..., Terminal]
+) -> None:
+    # A clipboard write (OSC 52: "rm -rf ~"), a clear screen, a C1 CSI, and a link whose
+    # target is not its text: a terminal hyperlink (OSC 8) would hide where it goes.
+    answer = (
+        "## Summary\n\nThe fix is **really done**\x1b]52;c;cm0gLXJmIH4=\x07 and"
+        "\x1b[2J\x1b[H\x9b2J checked.\n\nSee [the docs](https://evil.example/phish) for more.\n\n"
+        "Not markup: [bold red]loud[/bold red] [link=https://evil.example/x]click[/link]\n"
+    )
+    server = serve(Reply(text=answer, chunk_size=7))
+    term = spawn(server)
+    say(term, "is it fixed?")
+    term.wait_for("Not markup:")
+    ready(term)
+    raw = bytes(term.raw)
+    for sequence in (b"\x1b]52", b"\x1b[2J", b"\x9b", b"\x1b]8;", b"\x07"):
+        assert sequence not in raw, f"{sequence!r} reached the terminal"
+    text = term.text()
+    # The Markdown is rendered: a heading, bold text, the link's target in plain sight...
+    assert "**" not in text and "##" not in text, text
+    assert "See the docs (https://evil.example/phish) for more." in text, text
+    (y,) = [y for y, row in enumerate(term.display()) if "really done" in row]
+    x = term.display()[y].index("really done")
+    assert all(term.screen.buffer[y][x + i].bold for i in range(len("really done")))
+    # ...rich's own markup in the answer is the model's text, not rich's...
+    assert "Not markup: [bold red]loud[/bold red] [link=https://evil.example/x]click[/link]" in text
+    # ...and the escape sequences are text a person can read.
+    assert r"really done\x1b]52;c;cm0gLXJmIH4=\x07 and\x1b[2J\x1b[H\x9b2J checked." in text
     assert server.problems == []
 
 

@@ -262,19 +262,51 @@ def test_escape_sequences_from_tools_never_reach_the_terminal() -> None:
                 hostile, reason="\x1b[1A", agent="\x1b[2K", choices=CHOICES, g=screen.glyphs
             )
         )
-        # With colour on, rich's own SGR codes are the only escapes left.
-        assert set(re.findall(r"\x1b\[[0-9;]*[A-Za-z]", out)) <= {
-            m for m in re.findall(r"\x1b\[[0-9;]*m", out)
-        }
-        for marker in ("pwned", "\x1b]", "[2J", "[1A", "[2K", "1049", "\u202e", "\x9b"):
+        # With colour on, rich's own SGR codes are the only escapes left...
+        assert "\x1b" not in re.sub(r"\x1b\[[0-9;]*m", "", out)
+        for marker in ("\u202e", "\x9b", "\x07"):
             assert marker not in out, repr(marker)
-        assert "ab?exe.txt" in out
-        assert "safe^[" in out
+        # ...and every sequence is spelled out where it was, for the person to see.
+        flat = "".join(re.sub(r"\x1b\[[0-9;]*m", "", out).split())  # wrapped at 40 columns
+        for spelled in (
+            r"Read\x1b]0;pwned\x07a\x1b[2Jb\u202eexe.txt",
+            r"\x9b31m",
+            r"\x1b[?1049h\x1b[8mhidden",
+            r"safe\x1b",
+            r"Reason:\x1b[1A",
+            r"\x1b[2Kwantsto",
+        ):
+            assert spelled in flat, spelled
+
+
+def test_an_approval_shows_what_would_hide_part_of_a_command() -> None:
+    # A zero-width space makes `r<ZWSP>m` read as `rm`; a carriage return would print the
+    # harmless comment over the command that runs; a joiner between ASCII letters hides too.
+    command = "r\u200bm -rf ~ # tidy\nrm -rf ~\r# harmless comment\nc\u200dat x"
+    d = Display(
+        title="Run r\u200bm -rf ~",
+        status=CallStatus.WAITING,
+        group=DisplayGroup.SHELL,
+        body=DiffBody.of("@@ -1 +1,2 @@\n-keep\n+rm -rf ~\r# harmless comment\n+x\u2066y"),
+    )
+    for screen in (PLAIN_80, Screen(80, ascii=True, color=False)):
+        out = screen.render(
+            approval_block(d, reason=command, agent="main", choices=CHOICES, g=screen.glyphs)
+        )
+        assert "\u200b" not in out and "\r" not in out and "\u200d" not in out
+        assert "Run r\\u200bm -rf ~" in out
+        assert "+rm -rf ~\\r# harmless comment" in out
+        assert "+x\\u2066y" in out
+        assert "Reason: r\\u200bm -rf ~ # tidy" in out
+        assert "rm -rf ~\\r# harmless comment" in out
+        assert "c\\u200dat x" in out
 
 
 def test_clean() -> None:
     assert clean("a\tb") == "a   b"
-    assert clean("\x00\x7f\x1b") == "^@^?^["
+    assert clean("\x00\x7f\x1b") == "\\x00\\x7f\\x1b"
+    # Emoji sequences and Persian words keep their joiners.
+    assert clean("👩\u200d💻 می\u200cخواهم") == "👩\u200d💻 می\u200cخواهم"
     assert clean("café → “x” — y…", ascii=True) == 'cafe -> "x" -- y...'
     assert clean("中", ascii=True) == "?"
     assert clean("中") == "中"

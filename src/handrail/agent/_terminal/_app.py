@@ -141,8 +141,11 @@ class ChatApp:
             Text.assemble(
                 ("handrail", "bold"),
                 (f" {self.options.version}" if self.options.version else "", "dim"),
-                (f" {g.bullet} {client.spec} {g.bullet} mode {self.mode} {g.bullet} ", "dim"),
-                (str(self.runtime.root), "dim"),
+                (
+                    f" {g.bullet} {clean(client.spec)} {g.bullet} mode {self.mode} {g.bullet} ",
+                    "dim",
+                ),
+                (clean(str(self.runtime.root), ascii=g.ascii), "dim"),
             )
         )
         self.console.print(
@@ -156,7 +159,10 @@ class ChatApp:
     def resumed(self, saved: SavedSession) -> None:
         """Say which session carries on, and what its last answer was."""
         self.console.print(
-            Text(f"resumed session {saved.id[:8]} ({len(saved.messages)} messages)", style="dim")
+            Text(
+                f"resumed session {clean(saved.id[:8])} ({len(saved.messages)} messages)",
+                style="dim",
+            )
         )
         last = next(
             (m for m in reversed(saved.messages) if isinstance(m, AssistantMessage) and m.text),
@@ -272,7 +278,9 @@ class ChatApp:
                 )
             )
         elif result.is_error:
-            self.console.print(Text(f"{g.failed} {result.subtype}: {result.error}", style="red"))
+            # The error may quote the model server's own words.
+            error = clean(result.error, ascii=g.ascii)
+            self.console.print(Text(f"{g.failed} {result.subtype}: {error}", style="red"))
         u = result.usage
         parts = [f"in {_tokens(u.input_tokens)}"]
         if u.cached_tokens:
@@ -366,7 +374,8 @@ class ChatApp:
                     for rule in rules[1:]:
                         where = self.options.save_rule(rule)
                 except (OSError, ValueError) as exc:
-                    self.console.print(Text(f"could not save {shown}: {exc}", style="yellow"))
+                    said = clean(f"could not save {shown}: {exc}", ascii=self.glyphs.ascii)
+                    self.console.print(Text(said, style="yellow"))
                     return self._said(Approval.allow_once(), "allowed once")
                 return self._said(Approval.allow_always(), f"allowed {shown}; saved in {where}")
             return self._said(Approval.allow_once(), "allowed once")
@@ -435,7 +444,8 @@ class ChatApp:
         if not sep or not head.strip():
             return None
         self.typeahead = rest
-        self.console.print(Text(f"{self.glyphs.cursor} {head}", style="bold"))
+        shown = clean(head, ascii=self.glyphs.ascii)  # typed, or pasted from anywhere
+        self.console.print(Text(f"{self.glyphs.cursor} {shown}", style="bold"))
         return head
 
     # -- state shown in the status line ------------------------------------------------------

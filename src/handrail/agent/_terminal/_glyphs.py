@@ -1,20 +1,20 @@
 """The terminal's glyphs (Unicode or plain ASCII) and the cleaning every shown string goes through.
 
 Text on screen comes from tools, files, commands and the model itself, so it is never trusted:
-`clean` turns control characters (an `ESC` would let a file or a command's output recolour,
-retitle or redraw the terminal) and bidirectional overrides (which can make `rm -rf ~` read as
-something else in an approval) into visible stand-ins. In ASCII mode it also spells every
-other character in ASCII, so a terminal without Unicode shows no mojibake.
+`clean` spells control characters (an `ESC` would let a file or a command's output recolour,
+retitle or redraw the terminal), bidirectional overrides and zero-width characters (which can
+make `rm -rf ~` read as something else in an approval) as their escapes, the way every front
+end does (`handrail.display.terminal_text`). In ASCII mode it also spells every other
+character in ASCII, so a terminal without Unicode shows no mojibake.
 """
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ...display import CallStatus
+from ...display import CallStatus, terminal_text
 
 __all__ = ["ASCII", "UNICODE", "Glyphs", "clean", "glyphs"]
 
@@ -90,15 +90,6 @@ def glyphs(ascii: bool) -> Glyphs:
     return ASCII if ascii else UNICODE
 
 
-# C0 controls in caret notation (`ESC` shows as `^[`, as `cat -v` does), C1 controls and
-# bidirectional embeddings, overrides and isolates as `?`. Tabs become spaces before this.
-_UNSAFE: Mapping[int, str] = {
-    **{c: "^" + chr(c + 64) for c in range(0x20) if c != 0x0A},
-    0x7F: "^?",
-    **dict.fromkeys(range(0x80, 0xA0), "?"),
-    **dict.fromkeys((*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F), "?"),
-}
-
 # What NFKD does not spell in ASCII but a reader expects (NFKD already turns `…` into `...`).
 _SPELLED: Mapping[int, str] = str.maketrans(
     {
@@ -124,19 +115,13 @@ _SPELLED: Mapping[int, str] = str.maketrans(
 )
 
 
-# Whole escape sequences (a command's colours, a window title) are dropped rather than shown.
-_SEQUENCE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-
-
 def clean(text: str, *, ascii: bool = False) -> str:
-    """`text` made safe to print: tabs expanded, controls visible, ASCII only when `ascii`.
+    r"""`text` made safe to print: controls and invisible characters spelled, tabs expanded.
 
-    Escape sequences (colours, titles) are dropped, other control characters shown in caret
-    notation (`^[`, `^H`), bidirectional overrides as `?`.
+    `terminal_text` spells them (`\x1b[2J`, `\r`, `\u202e`); in `ascii` mode everything
+    else is spelled in ASCII too.
     """
-    if "\x1b" in text:
-        text = _SEQUENCE.sub("", text)
-    text = text.expandtabs(4).translate(_UNSAFE)
+    text = terminal_text(text).expandtabs(4)
     if not ascii or text.isascii():
         return text
     out: list[str] = []

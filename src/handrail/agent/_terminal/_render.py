@@ -233,13 +233,15 @@ def _under(d: Display, g: Glyphs, *, expanded: bool, hint: str) -> list[Renderab
 
 
 def _screen_line(line: str) -> str:
-    # A progress bar redraws its line with `\r`: a terminal would show only the last redraw.
+    # A running command's progress bar redraws its line with `\r`: its live tail shows the
+    # last redraw, as a terminal would. Nothing else does (`_row` spells a `\r` out): what a
+    # call will do or did must not lose the start of a line.
     line = line.rstrip("\r")
     return line.rsplit("\r", 1)[-1]
 
 
 def _row(text: str, style: str, g: Glyphs, *, wrap: bool, sign: bool = False) -> RenderableType:
-    shown = Text(clean(_screen_line(text), ascii=g.ascii), style=style)
+    shown = Text(clean(text, ascii=g.ascii), style=style)
     if not wrap:
         return Line.of(shown, g.ellipsis)
     if sign and shown.plain[:1] in ("+", "-", " "):  # a wrapped diff line hangs after its sign
@@ -265,7 +267,8 @@ def _diff_lines(diff: str) -> list[tuple[str, str]]:
     """
     out: list[tuple[str, str]] = []
     old = new = 0
-    for line in diff.splitlines():
+    # Lines end at `\n` only: a `\r` inside a line stays there, spelled out, not a break.
+    for line in diff.replace("\r\n", "\n").removesuffix("\n").split("\n") if diff else ():
         if old > 0 or new > 0:
             tag = line[:1]
             if tag == "-":

@@ -284,14 +284,17 @@ class TurnView:
 
 
 def markdown(text: str) -> RenderableType:
-    """`text` rendered as Markdown.
+    """`text` rendered as Markdown (`text` already `clean`: rich's markup is not read in it).
+
+    A link shows its target after its text, never as a terminal hyperlink (OSC 8): the
+    model chooses both, and a person should see where a link goes before following it.
 
     rich's Markdown (markdown-it, pygments) costs about a seventh of the start-up: it is
     imported when the first answer arrives, not before the prompt is drawn.
     """
     from rich.markdown import Markdown
 
-    return Markdown(text)
+    return Markdown(text, hyperlinks=False)
 
 
 def split_paragraphs(text: str) -> tuple[str, str]:
