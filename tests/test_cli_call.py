@@ -550,6 +550,8 @@ def test_json_output_keeps_the_tools_exact_output(workspace: Path) -> None:
     out = run(workspace, "read_file", "file_path=evil.txt", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["content"] == "1\t" + HOSTILE.replace("\n", "\n2\t")
+    # ...as JSON escapes: `cat`-ing the output to a terminal obeys nothing either.
+    assert_no_raw_controls(out.stdout.encode())
 
 
 def test_an_approval_shows_the_arguments_without_obeying_their_escape_sequences(

@@ -1204,6 +1204,8 @@ def test_text_progress_shows_a_tools_escape_sequences_without_obeying_them(
 def test_json_output_keeps_the_exact_text(hostile_json: Run, hostile_stream: Run) -> None:
     assert hostile_json.returncode == 0, hostile_json.stderr
     assert hostile_json.result()["result"] == HOSTILE
+    # As JSON escapes (C1 and bidi too): a terminal showing the output obeys nothing.
+    assert_no_raw_controls(hostile_json.raw_stdout + hostile_stream.raw_stdout)
     events = hostile_stream.events()
     assert events[-1]["result"] == HOSTILE
     (finished,) = [e for e in events if e["type"] == "tool_call_finished"]

@@ -44,6 +44,7 @@ from ._common import (
     CliError,
     CommonOptions,
     consoles,
+    json_text,
     load_tool_set,
     make_runtime,
     warn,
@@ -393,7 +394,7 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
     finally:
         await tools.aclose()
     if ns.json:
-        sys.stdout.write(json.dumps(as_json(result), indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(as_json(result), indent=2) + "\n")
     else:
         render(result, out, err)
     return 0 if result.ok and saved else 1

@@ -14,7 +14,9 @@ would widen, and say so once on stderr (through the `handrail` logger).
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -252,3 +254,19 @@ def setup_logging(debug: bool) -> None:
     # --debug: handrail's own debug records, but only INFO from libraries (asyncio, httpx, mcp).
     root.setLevel(logging.INFO if debug else logging.WARNING)
     logging.getLogger("handrail").setLevel(logging.DEBUG if debug else logging.NOTSET)
+
+
+# Characters json.dumps(ensure_ascii=False) leaves as they are that a terminal still acts on or
+# that reorder what it shows: DEL, C1 controls (U+009B is a one-character CSI), the line and
+# paragraph separators, bidi marks and overrides, zero-width characters, the BOM.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+def json_text(value: Any, *, indent: int | None = None) -> str:
+    r"""JSON for stdout: the exact text (readable UTF-8), nothing a terminal would act on.
+
+    Such characters only occur inside JSON strings, where `\uXXXX` means the same thing: a
+    program reading the output gets the exact text, a person `cat`-ing it sees no effect.
+    """
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from .._context import PermissionMode
 from .._contract import Approval
 from ..display import terminal_text
-from ._common import CliError, CommonOptions, load_tool_set, make_runtime
+from ._common import CliError, CommonOptions, json_text, load_tool_set, make_runtime
 
 if TYPE_CHECKING:
     from ..agent import Agent, ApprovalAsked, Event, RunResult, SavedSession
@@ -380,7 +380,7 @@ class _Output:
             self.result = event.result
         if self.fmt == "stream-json":
             if event.type != "result":
-                self._line(self.stdout, json.dumps(event.to_json(), ensure_ascii=False))
+                self._line(self.stdout, json_text(event.to_json()))
             return
         if self.fmt != "text":
             if event.type == "notice":  # json: stdout holds one object; warnings still show
@@ -404,7 +404,7 @@ class _Output:
             ):
                 self.note(f"carry on with: handrail run --resume {result.session_id} PROMPT")
             return
-        self._line(self.stdout, json.dumps(result.to_json(), ensure_ascii=False))
+        self._line(self.stdout, json_text(result.to_json()))
 
     def replay(self, differences: list[Any], result: RunResult | None) -> None:
         """The replay's report."""
@@ -420,7 +420,7 @@ class _Output:
             "differences": [d.to_json() for d in differences],
             "result": result.to_json() if result is not None else None,
         }
-        self._line(self.stdout, json.dumps(report, ensure_ascii=False))
+        self._line(self.stdout, json_text(report))
 
 
 def _progress(data: dict[str, Any]) -> str | None:

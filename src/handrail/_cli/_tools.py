@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING
@@ -12,7 +11,14 @@ from .._context import PermissionMode
 from .._tool import Tool
 from ..display import terminal_text
 from ..runtime import Runtime
-from ._common import CliError, CommonOptions, consoles, load_tool_set, make_runtime
+from ._common import (
+    CliError,
+    CommonOptions,
+    consoles,
+    json_text,
+    load_tool_set,
+    make_runtime,
+)
 
 DEFAULT_JSON_PROVIDER = "openai_chat"
 DEPENDS = "depends on input"
@@ -120,7 +126,7 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
 
             provider = provider or DEFAULT_JSON_PROVIDER
             payload = tools_payload(provider, rt.tools(provider=provider))
-            sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_text(payload, indent=2) + "\n")
             return 0
         _render(rows(rt, provider), mode=rt.session.mode.value)
         return 0
