@@ -76,7 +76,7 @@ def canaries() -> Iterator[Canaries]:
         planted.close()
 
 
-PROBE = "ls -A /tmp; cat /proc/[0-9]*/cmdline; ls /proc"
+PROBE = "ls -A /tmp; cat /proc/[0-9]*/cmdline | tr '\\0' '\\n'; ls /proc"
 
 
 @pytest.mark.parametrize("mode", ["plan", "default"])
@@ -107,6 +107,7 @@ def test_handrail_run_gives_the_model_nothing_of_other_programs(
     assert out.returncode == 0, out.stderr
     seen = json.dumps([r.body for r in requests])
     assert "Looking." in seen  # the tool's result reached the model's next request
+    assert "binary output" not in seen and "/bin/bash" in seen  # the probe's output was read
     assert canaries.leaked(seen) == []
     assert canaries.leaked(out.stdout + out.stderr) == []
 
@@ -128,4 +129,5 @@ def test_handrail_call_runs_a_read_only_line_unasked_in_the_read_only_sandbox(
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["metadata"]["writes"] == "tmpdir"
+    assert "/bin/bash" in result["content"]  # the probe's output was read
     assert canaries.leaked(out.stdout + out.stderr) == []

@@ -97,7 +97,7 @@ def plan_isolation(
         real_tmp is not None
         and _real_dir(_TMP)
         # A root that holds /tmp, or the session's folder itself, keeps the host's /tmp.
-        and not any(_within(_TMP, v) or _within(real_tmp, v) for v in shown)
+        and not any(_within(_TMP, v) or (v != real_tmp and _within(real_tmp, v)) for v in shown)
     ):
         private_tmp = real_tmp
         wanted = [v for v in shown if _within(v, _TMP)]
