@@ -41,7 +41,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import shutil
 import signal
 import struct
 import subprocess
@@ -61,6 +60,7 @@ from ._child import (
     libc,
 )
 from ._parent_death import DEATH_SIGNAL, ParentDeath, init_argv, supervised_argv
+from ._programs import system_which
 from ._read_view import ReadView, landlock_readable
 from ._write_guard import WriteGuard
 
@@ -199,7 +199,7 @@ def _probe_namespaces(
     `hide`: through a small view; `read_only`: every mount read-only; `fresh_proc`: as PID 1
     of its namespace, with a /proc of its own, below a supervisor (`ChildSetup`).
     """
-    true = shutil.which("true") or "/bin/true"
+    true = system_which("true") or "/bin/true"
     with tempfile.TemporaryDirectory(prefix="handrail-probe-") as folder:
         view = None
         if hide:
@@ -476,7 +476,7 @@ def _shared_netns(support: SandboxSupport) -> int:
     if _netns_fd is not None:
         return _netns_fd
     _netns_fd = -1
-    cat = shutil.which("cat") or "/bin/cat"
+    cat = system_which("cat") or "/bin/cat"
     setup = ChildSetup(userns=False, uid=0, gid=0, flags=CLONE_NEWNET)
     try:
         # `cat` waits on its stdin until we have opened its namespace, then ends.

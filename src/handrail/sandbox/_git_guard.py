@@ -20,12 +20,12 @@ are left alone.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from ..permissions import parse_command
+from ._programs import system_which
 
 __all__ = ["git_guard_env"]
 
@@ -131,7 +131,7 @@ def _repository_keys(folder: Path) -> Iterator[tuple[str, str | None, str]]:
     Reading config runs no configured program. Keys of the user's global and system config
     are not the repository's and are left out.
     """
-    git = shutil.which("git")
+    git = system_which("git")
     if git is None or not folder.is_dir():
         return
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}

@@ -32,10 +32,11 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-import shutil
 import signal
 import subprocess
 from collections.abc import Callable
+
+from ._programs import system_which
 
 __all__ = [
     "DEATH_SIGNAL",
@@ -146,10 +147,10 @@ def die_with_parent(sig: int = signal.SIGKILL) -> ParentDeath | None:
 
 @functools.cache
 def _supervisor_shell() -> tuple[str, ...]:
-    bash = shutil.which("bash")
+    bash = system_which("bash")
     if bash is not None:
         return (bash, "--posix")
-    return ("/bin/sh" if os.path.exists("/bin/sh") else shutil.which("sh") or "sh",)
+    return ("/bin/sh" if os.path.exists("/bin/sh") else system_which("sh") or "sh",)
 
 
 def supervised_argv(shell: str, command: str, *, pid_namespace: bool) -> list[str]:
@@ -189,7 +190,7 @@ def init_argv(shell: str, command: str) -> list[str]:
 def _setpriv() -> str | None:
     # --pdeathsig came with util-linux 2.33 (2018): an older setpriv would refuse the option
     # and the command would never run, so it is used only when its help lists the option.
-    found = shutil.which("setpriv")
+    found = system_which("setpriv")
     if found is None:
         return None
     try:

@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ._parent_death import die_with_parent
+from ._programs import system_which
 
 __all__ = ["CommandResult", "kill_tree", "run_command"]
 
@@ -40,7 +40,7 @@ class CommandResult:
 
 def shell_argv(command: str) -> list[str]:
     """Bash -c, or sh -c where bash is missing."""
-    shell = shutil.which("bash") or shutil.which("sh") or "/bin/sh"
+    shell = system_which("bash") or system_which("sh") or "/bin/sh"
     return [shell, "-c", command]
 
 

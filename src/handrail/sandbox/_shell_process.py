@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal
 import time
 from collections.abc import Callable, Mapping
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ._confinement import Confinement, members_of, open_namespace
 from ._parent_death import DEATH_SIGNAL, ParentDeath, supervised_argv, supported
 from ._process import _descendants, _pipe_holders  # pyright: ignore[reportPrivateUsage]
+from ._programs import system_which
 
 if TYPE_CHECKING:
     from ._capture import OutputCapture
@@ -94,7 +94,7 @@ def _ignores_term(pid: int) -> bool:
 
 def find_shell() -> str:
     """Bash, or sh where bash is missing."""
-    return shutil.which("bash") or shutil.which("sh") or "/bin/sh"
+    return system_which("bash") or system_which("sh") or "/bin/sh"
 
 
 class SandboxSetupError(OSError):

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from ..permissions._hidden import (
     HOME_SECRETS_FORMATTED,
     is_glob,
 )
+from ._programs import system_which
 
 __all__ = ["GitScan", "WriteGuard", "plan_write_guard"]
 
@@ -79,7 +79,7 @@ def _find_protected(root: str) -> tuple[str, ...]:
     """Every `.git` / `.handrail` below `root`, by `find` (about 4x faster than a walk here)."""
     if not os.path.isdir(root):
         return ()
-    find = shutil.which("find")
+    find = system_which("find")
     if find is not None:
         argv = [find, root, "(", "-name", ".git", "-o", "-name", ".handrail", ")"]
         try:
