@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import socket
 import subprocess
@@ -239,3 +240,51 @@ async def test_run_is_empty_but_the_resolver_files(tmp_path: Path) -> None:
     for name in ("user", "dbus", "postgresql", "lock"):
         assert f"\n{name}\n" not in listed, r.content
     assert "localhost" in r.content
+
+
+KERNEL_PROBE = r"""
+import ctypes, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+seg = libc.shmget(KEY, 0, 0)
+if seg >= 0:
+    addr = libc.shmat(seg, None, 0)
+    print("SHM", ctypes.string_at(addr, 40))
+else:
+    print("no segment")
+print("add_key", libc.syscall(248, b"user", b"handrail-probe", b"v", 1, -4))
+try:
+    socket.socket(40, socket.SOCK_STREAM)
+    print("VSOCK-OPEN")
+except OSError:
+    print("no vsock")
+for dev in ("/dev/pts/0", "/dev/loop-control", "/dev/kmsg", "/dev/vda", "/dev/sda"):
+    print(dev, os.path.exists(dev))
+print(open("/proc/self/status").read().split("CapBnd:")[1].split()[0])
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the probe uses x86_64 syscall numbers")
+async def test_host_kernel_state_is_out_of_reach(tmp_path: Path) -> None:
+    # A System V segment of the host's holding a canary, the keyring, a vsock to the
+    # hypervisor, other terminals and devices: none reachable from a confined command.
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    key = 0x4A5D0000 + uuid.uuid4().int % 0xFFFF
+    seg = libc.shmget(key, 4096, 0o1600)  # IPC_CREAT | 0600
+    assert seg >= 0
+    addr = libc.shmat(seg, None, 0)
+    ctypes.memmove(addr, b"HOST-SHM-CANARY", 15)
+    try:
+        probe = tmp_path / "probe.py"
+        probe.write_text(KERNEL_PROBE.replace("KEY", str(key)))
+        async with runtime(tmp_path) as rt:
+            r = await rt.call("run_shell", {"command": f"{sys.executable} {probe}"})
+    finally:
+        libc.shmdt(ctypes.c_void_p(addr))
+        libc.shmctl(seg, 0, None)  # IPC_RMID
+    assert "HOST-SHM-CANARY" not in r.content and "no segment" in r.content, r.content
+    assert "add_key -1" in r.content and "no vsock" in r.content
+    assert all(f"{dev} False" in r.content for dev in ("/dev/pts/0", "/dev/loop-control"))
+    if os.geteuid() == 0:  # root keeps only what acting on its own files needs
+        assert "00000000000004fb" in r.content

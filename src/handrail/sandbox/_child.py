@@ -43,6 +43,8 @@ except OSError:  # not Linux / no libc
     libc = None
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
@@ -55,6 +57,7 @@ _MS_BIND = 4096
 _MS_REC = 16384
 _MS_PRIVATE = 1 << 18
 _PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_SECCOMP = 22
 _PR_CAPBSET_DROP = 24
 _PR_CAP_AMBIENT = 47
 _PR_CAP_AMBIENT_CLEAR_ALL = 4
@@ -103,6 +106,10 @@ class Isolation:
     """Folders covered by an empty read-only tmpfs (`/var/tmp`, `/dev/shm`)."""
     sockets: tuple[str, ...] = ()
     """Other programs' Unix sockets still reachable: `/dev/null` goes over each."""
+    dev: tuple[str, ...] = ()
+    """With device nodes named here, `/dev` is a fresh tmpfs holding only these (bound from
+    the host's) plus `fd`, `stdin`, `stdout`, `stderr` and an empty `shm`: no terminal of
+    anyone else's, no disk, no loop device."""
 
 
 _NO_ISOLATION = Isolation()
@@ -130,6 +137,7 @@ class ChildSetup:
         seals: Sequence[tuple[str, Sequence[str]]] = (),
         isolation: Isolation | None = None,
         fork_init: bool = False,
+        seccomp: ctypes.Array[ctypes.c_char] | None = None,
     ) -> None:
         assert libc is not None
         # With `writable`, every mount but those paths becomes read-only (None: left as is).
@@ -178,8 +186,19 @@ class ChildSetup:
         self.run_is_dir = tuple(os.path.isdir(p) for p in iso.run_keep)
         self.empty = tuple(os.fsencode(p) for p in iso.empty)
         self.sockets = tuple(os.fsencode(p) for p in iso.sockets)
+        self.dev = tuple(os.fsencode(p) for p in iso.dev)
+        self.dev_fds = [-1] * len(self.dev)
         self.fork_init = fork_init and bool(flags & CLONE_NEWPID) and bool(flags & CLONE_NEWNS)
         self.drop_caps = tuple(drop_caps)
+        # struct sock_fprog {unsigned short len; struct sock_filter *filter}, made before.
+        self.seccomp = seccomp
+        self.fprog = (
+            ctypes.create_string_buffer(
+                struct.pack("HxxxxxxP", len(seccomp) // 8, ctypes.addressof(seccomp)), 16
+            )
+            if seccomp is not None
+            else None
+        )
         # capget/capset buffers, made before the fork: a header and two data words.
         self.cap_header = ctypes.create_string_buffer(struct.pack("Ii", _CAP_VERSION_3, 0), 8)
         self.cap_data = ctypes.create_string_buffer(24)
@@ -260,9 +279,12 @@ class ChildSetup:
                 raise errno_error("drop capability")
         if self.drop_caps:
             self._drop_inherited()
-        if self.ruleset >= 0:
+        if self.ruleset >= 0 or self.fprog is not None:
             if self.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
                 raise errno_error("no_new_privs")
+        if self.fprog is not None and self.prctl(_PR_SET_SECCOMP, 2, self.fprog, 0, 0) != 0:
+            raise errno_error("seccomp")
+        if self.ruleset >= 0:
             if self.syscall(_SYS_LANDLOCK_RESTRICT_SELF, self.ruleset, 0) != 0:
                 raise errno_error("landlock_restrict_self")
         if self.parent_death is not None:
@@ -423,6 +445,27 @@ class ChildSetup:
                 self.tmp_fds[i] = self._clone(source)
         for i, path in enumerate(self.run_keep):
             self.run_fds[i] = self._clone(path)
+        for i, path in enumerate(self.dev):
+            fd = self.syscall(_SYS_OPEN_TREE, _AT_FDCWD, path, _OPEN_TREE_CLONE | os.O_CLOEXEC)
+            if fd < 0:
+                raise errno_error("open_tree a device")
+            self.dev_fds[i] = fd
+
+    def _fresh_dev(self) -> None:
+        """A tmpfs at /dev with the usual nodes bound back; read-only once made."""
+        flags = _MS_NOSUID | _MS_NOEXEC
+        if self.mount(b"tmpfs", b"/dev", b"tmpfs", flags, b"mode=755,size=64k") != 0:
+            raise errno_error("mount tmpfs over /dev")
+        for i, path in enumerate(self.dev):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666))
+            self._attach(self.dev_fds[i], path)
+        for target, link in _DEV_LINKS:
+            os.symlink(target, link)
+        os.mkdir(b"/dev/shm", 0o755)
+        if self.mount(b"tmpfs", b"/dev/shm", b"tmpfs", _EMPTY_RO, b"mode=755,size=4k") != 0:
+            raise errno_error("cover /dev/shm")
+        if self.mount(None, b"/dev", None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags, None):
+            raise errno_error("read-only /dev")
 
     def _isolate(self) -> None:
         """Empty `/run`, `/var/tmp`, `/dev/shm`; cover sockets; the session's folder at /tmp."""
@@ -446,12 +489,22 @@ class ChildSetup:
         for path in self.sockets:
             if self.mount(b"/dev/null", path, None, _MS_BIND, None) != 0:
                 raise errno_error("cover a socket")
+        if self.dev:
+            self._fresh_dev()
         if self.tmp is not None:
             self._attach(self.tmp_fds[0], b"/tmp")
             for i, (_, target, read_only) in enumerate(self.tmp_binds, 1):
                 self._attach(self.tmp_fds[i], target)
                 if read_only:
                     self._read_only_at(target, True)
+
+
+_DEV_LINKS = (
+    (b"/proc/self/fd", b"/dev/fd"),
+    (b"/proc/self/fd/0", b"/dev/stdin"),
+    (b"/proc/self/fd/1", b"/dev/stdout"),
+    (b"/proc/self/fd/2", b"/dev/stderr"),
+)
 
 
 def _parents_below(path: str, top: str) -> tuple[str, ...]:

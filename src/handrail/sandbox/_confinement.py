@@ -51,9 +51,11 @@ from pathlib import Path
 from typing import Literal
 
 from ._child import (
+    CLONE_NEWIPC,
     CLONE_NEWNET,
     CLONE_NEWNS,
     CLONE_NEWPID,
+    CLONE_NEWUTS,
     ChildSetup,
     Isolation,
     errno_error,
@@ -62,6 +64,7 @@ from ._child import (
 from ._parent_death import DEATH_SIGNAL, ParentDeath, init_argv, supervised_argv
 from ._programs import system_which
 from ._read_view import ReadView, landlock_readable
+from ._seccomp import seccomp_filter
 from ._write_guard import WriteGuard
 
 __all__ = [
@@ -86,6 +89,7 @@ _FS_REMOVE_FILE = 1 << 5
 _FS_MAKE_ANY = sum(1 << b for b in range(6, 13))  # char, dir, reg, sock, fifo, block, sym
 _FS_REFER = 1 << 13  # ABI 2: rename/link across folders
 _FS_TRUNCATE = 1 << 14  # ABI 3
+_FS_IOCTL_DEV = 1 << 15  # ABI 5: ioctl on a device (a terminal's, a loop device's...)
 _NET_BIND_TCP = 1 << 0  # ABI 4
 _NET_CONNECT_TCP = 1 << 1
 
@@ -254,6 +258,8 @@ def _ruleset(
     assert _libc is not None
     rights = _write_rights(abi)
     handled = rights | (_FS_READ_FILE if readable is not None else 0)
+    if abi >= 5:
+        handled |= _FS_IOCTL_DEV  # granted nowhere: no command drives a device
     net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if block_tcp and abi >= 4 else 0
     # struct landlock_ruleset_attr: handled_access_fs, handled_access_net (ABI 4), scoped (ABI 6).
     # Scoped: no signal to a process outside the sandbox, no connection to an abstract Unix
@@ -342,6 +348,10 @@ class Confinement:
         readonly: list[bytes] = []
         writable_mounts: list[bytes] | None = None
         flags = CLONE_NEWPID if ns else 0
+        if ns and filesystem:
+            # No System V shared memory, semaphores or message queues of the host's, and a
+            # hostname of its own to change.
+            flags |= CLONE_NEWIPC | CLONE_NEWUTS
         # Reads are confined by mounts where a mount namespace can hide paths, else by
         # Landlock (file contents only); callers report `reads_by`.
         hides = filesystem and view is not None and ns and self.support.hides_paths
@@ -382,7 +392,14 @@ class Confinement:
         # As root (no user namespace) the command keeps root's capabilities: drop those that
         # read around the mounts. In a user namespace they reach nothing outside it anyway.
         root = os.geteuid() == 0 and not (ns and self.support.user_namespace)
-        drop = _READ_AROUND_CAPS if self.reads_by is not None and root else ()
+        drop: Sequence[int] = ()
+        if root and filesystem:
+            # As root, a confined command keeps only what acting as root on its own files
+            # needs; the rest (the clock, the kernel log, network admin, raw sockets...) would
+            # change the host from inside the sandbox.
+            drop = _root_caps_to_drop()
+        elif root and self.reads_by is not None:
+            drop = _READ_AROUND_CAPS
         # Without a PID namespace the supervisor is the command's subreaper, so that it can
         # find and end everything the command started when handrail dies. With a fresh /proc
         # the supervisor is the forked child itself, and SIGKILL takes the namespace along.
@@ -403,6 +420,7 @@ class Confinement:
             seals=guard.seals if guard is not None and mounts else (),
             isolation=self.isolation,
             fork_init=self.fresh_proc,
+            seccomp=seccomp_filter() if filesystem else None,
         )
         self.pid_namespace = ns
         """The command gets its own PID namespace (stopping it reaches every descendant)."""
@@ -443,6 +461,20 @@ class Confinement:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID, NET_BIND_SERVICE.
+_ROOT_CAPS_KEPT = frozenset({0, 1, 3, 4, 5, 6, 7, 10})
+
+
+def _root_caps_to_drop() -> tuple[int, ...]:
+    """Every capability this kernel knows but `_ROOT_CAPS_KEPT`."""
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            last = int(f.read())
+    except (OSError, ValueError):
+        last = 40
+    return tuple(c for c in range(last + 1) if c not in _ROOT_CAPS_KEPT)
 
 
 def _top_protected(write_roots: Sequence[Path]) -> list[str]:

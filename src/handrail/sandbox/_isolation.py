@@ -8,7 +8,8 @@ Planned in the parent, applied by `ChildSetup` in the command's mount namespace:
   read-only) are bound back at their own paths, on mount points made in the session's folder;
 * `/run` is an empty tmpfs (the D-Bus buses, the user's runtime folder, container and database
   sockets), but for the resolver's files and the sockets the user allowed;
-* `/var/tmp` and `/dev/shm` are empty;
+* `/var/tmp` is empty, and `/dev` holds only `null`, `zero`, `full`, `random`, `urandom`,
+  `tty` and an empty `shm`: no other terminal to read keystrokes from, no disk, no loop device;
 * every other Unix socket a program is listening on (`/proc/net/unix`) outside the session's
   own folders is covered by `/dev/null`, unless the user allowed it.
 A fresh procfs (PID 1's, see `_child.py`) completes the picture: no other process's command
@@ -30,7 +31,8 @@ __all__ = ["listening_sockets", "plan_isolation", "prepare_tmp"]
 
 _TMP = "/tmp"
 _RUN = "/run"
-_SHARED_EMPTY = ("/var/tmp", "/dev/shm")
+_SHARED_EMPTY = ("/var/tmp",)
+_DEV_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 _RESOLVER = ("/etc/resolv.conf", "/etc/hosts")
 
 
@@ -118,7 +120,16 @@ def plan_isolation(
         ]
         keep = [p for p in _outermost(candidates) if p != _RUN and os.path.exists(p)]
     empty = [d for d in _SHARED_EMPTY if _real_dir(d) and not any(_within(v, d) for v in [*shown])]
-    gone = [*([_TMP] if private_tmp else []), *([_RUN] if run else []), *empty, *covered]
+    dev: tuple[str, ...] = ()
+    if _real_dir("/dev") and not any(_within(v, "/dev") for v in shown):
+        dev = tuple(d for d in _DEV_NODES if os.path.exists(d))
+    gone = [
+        *([_TMP] if private_tmp else []),
+        *([_RUN] if run else []),
+        *(["/dev"] if dev else []),
+        *empty,
+        *covered,
+    ]
     mine = [os.path.normpath(p) for p in own]
     sockets: list[str] = []
     for sock in dict.fromkeys(listening_sockets()):
@@ -130,6 +141,7 @@ def plan_isolation(
             if stat.S_ISSOCK(os.lstat(sock).st_mode):
                 sockets.append(sock)
     return Isolation(
+        dev=dev,
         tmp=private_tmp,
         tmp_binds=tuple(binds),
         run=run,
