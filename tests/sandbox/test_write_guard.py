@@ -144,3 +144,74 @@ async def test_read_file_refuses_a_hidden_folder_moved_by_someone_else(tmp_path:
         shell = await rt.call("run_shell", {"command": "cat conf2/secrets/key.pem"})
     assert not first.ok and not moved.ok
     assert "KEY-CANARY" not in moved.content + shell.content
+
+
+async def test_a_nested_repository_cannot_be_swapped_by_renaming_its_parent(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    repo = ws / "vendor" / "lib"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "config").write_text("[core]\n")
+    async with runtime(ws) as rt:
+        await rt.call(
+            "run_shell",
+            {
+                "command": (
+                    "mv vendor/lib vendor/lib.orig; mv vendor vendor.orig; "
+                    "mkdir -p vendor/lib/.git; "
+                    "printf '[core]\\n\\tfsmonitor = touch PWNED\\n' > vendor/lib/.git/config"
+                )
+            },
+        )
+    assert (repo / ".git" / "config").read_text() == "[core]\n"
+    assert not (ws / "vendor.orig").exists() and not (ws / "vendor" / "lib.orig").exists()
+
+
+async def test_folders_above_a_hidden_glob_or_a_missing_entry_cannot_be_renamed(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / "secrets" / "prod").mkdir(parents=True)
+    (ws / "secrets" / "prod" / "server.pem").write_text("PEM-CANARY\n")
+    (ws / "app" / "conf").mkdir(parents=True)
+    hidden = ["secrets/prod/*.pem", "app/conf/token"]
+    async with runtime(ws, hidden=hidden) as rt:
+        r = await rt.call(
+            "run_shell",
+            {
+                "command": (
+                    "mv secrets s2; cat s2/prod/server.pem; "
+                    "mv app app.old; mkdir -p app/conf; echo PLANTED > app/conf/token"
+                )
+            },
+        )
+        read = await rt.call("read_file", {"file_path": "s2/prod/server.pem"})
+    assert "PEM-CANARY" not in r.content + read.content
+    assert not (ws / "s2").exists() and not (ws / "app.old").exists()
+    assert not (ws / "app" / "conf" / "token").exists()
+
+
+async def test_identity_holds_for_glob_matches_and_entries_that_leave_and_come_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from handrail.permissions import _hidden
+
+    monkeypatch.setattr(_hidden, "_LOST_EVERY", 0.0)  # look for lost entries on every call
+    ws = tmp_path / "ws"
+    (ws / "keys").mkdir(parents=True)
+    (ws / "keys" / "a.pem").write_text("GLOB-CANARY\n")
+    (ws / "conf" / "secrets").mkdir(parents=True)
+    (ws / "conf" / "secrets" / "k").write_text("LOST-CANARY\n")
+    outside = tmp_path / "outside"
+    async with runtime(ws, hidden=["keys/*.pem", "conf/secrets"]) as rt:
+        await rt.call("read_file", {"file_path": "keys/a.pem"})  # identities noted
+        os.rename(ws / "keys", ws / "k2")  # someone else renames the glob's folder
+        glob = await rt.call("read_file", {"file_path": "k2/a.pem"})
+        os.rename(ws / "conf" / "secrets", outside)  # out of the roots...
+        await rt.call("read_file", {"file_path": "k2/a.pem"})
+        os.rename(outside, ws / "back")  # ...and back under another name
+        back = await rt.call("read_file", {"file_path": "back/k"})
+        shell = await rt.call("run_shell", {"command": "cat back/k k2/a.pem"})
+    assert not glob.ok and not back.ok
+    assert "CANARY" not in glob.content + back.content + shell.content

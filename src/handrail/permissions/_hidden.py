@@ -18,6 +18,7 @@ import contextlib
 import fnmatch
 import os
 import stat
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -323,6 +324,8 @@ def hidden_refusal(
 
 _WALK_LIMIT = 200_000
 """Most entries looked at to find where a hidden folder inside the roots was moved."""
+_LOST_EVERY = 30.0
+"""Seconds between looks for hidden entries that left the roots (they may come back)."""
 
 
 class _Tracker:
@@ -330,22 +333,30 @@ class _Tracker:
 
     A rename keeps a file's identity: when a hidden entry is no longer at its path, it is looked
     for (first among the folders beside the one renamed, then through the roots) and its new
-    place is hidden too. Only entries inside the roots are tracked: those are the ones a tool
-    could reach, so a runtime whose roots hold none pays nothing.
+    place is hidden too. One not found (deleted, or moved out of the roots) is remembered, and
+    looked for again now and then, in case it comes back under another name. Globs count by
+    the paths they matched. Only entries inside the roots are tracked: those are the ones a
+    tool could reach, so a runtime whose roots hold none pays nothing.
     """
 
     def __init__(self, hidden: Sequence[Path], roots: Sequence[Path]) -> None:
         self.roots = tuple(os.path.normpath(str(r)) for r in roots)
-        self.entries = [
-            str(e)
-            for e in hidden
-            if not is_glob(e.name) and any(_inside(str(e), r) for r in self.roots)
-        ]
+        inside = [str(e) for e in hidden if any(_inside(str(e), r) for r in self.roots)]
+        self.entries = [e for e in inside if not is_glob(os.path.basename(e))]
+        self.globs = [e for e in inside if is_glob(os.path.basename(e))]
         self.ids: dict[str, tuple[int, int]] = {}
         self.moved: dict[tuple[int, int], str] = {}
+        self.lost: dict[tuple[int, int], str] = {}
+        self.looked = 0.0
 
     def _note(self) -> None:
-        for entry in self.entries:
+        matches: list[str] = []
+        for pattern in self.globs:
+            folder, name = os.path.split(pattern)
+            with contextlib.suppress(OSError):
+                names = fnmatch.filter(os.listdir(folder), name)
+                matches += [os.path.join(folder, n) for n in names]
+        for entry in (*self.entries, *matches):
             if entry not in self.ids:
                 with contextlib.suppress(OSError):
                     st = os.lstat(entry)
@@ -353,7 +364,7 @@ class _Tracker:
 
     def places(self) -> tuple[str, ...]:
         """Where hidden entries that were moved are now (empty when none was)."""
-        if not self.entries:
+        if not self.entries and not self.globs:
             return ()
         self._note()
         out: list[str] = []
@@ -364,11 +375,22 @@ class _Tracker:
             if where is None or _identity(where) != ident:
                 where = self._find(entry, ident)
             if where is None:
-                del self.ids[entry]  # gone (deleted, or out of every root): nothing to hide
+                # Gone from the roots (deleted, or moved out): remembered, looked for later.
+                del self.ids[entry]
                 self.moved.pop(ident, None)
+                self.lost[ident] = entry
                 continue
             self.moved[ident] = where
             out.append(where)
+        if self.lost and time.monotonic() - self.looked > _LOST_EVERY:
+            self.looked = time.monotonic()
+            for ident, entry in list(self.lost.items()):
+                where = self._walk(ident)
+                if where is not None:
+                    del self.lost[ident]
+                    self.ids[entry] = ident
+                    self.moved[ident] = where
+                    out.append(where)
         return tuple(out)
 
     def _find(self, entry: str, ident: tuple[int, int]) -> str | None:
@@ -383,6 +405,9 @@ class _Tracker:
                     if _identity(candidate) == ident:
                         return candidate
             path = parent
+        return self._walk(ident)
+
+    def _walk(self, ident: tuple[int, int]) -> str | None:
         seen = 0
         stack = [r for r in self.roots if os.path.isdir(r)]
         while stack and seen < _WALK_LIMIT:

@@ -7,7 +7,9 @@ Planned in the parent, applied by `ChildSetup` in the command's mount namespace:
   command that ran git (which is how a new repository appears);
 * a hidden path inside a write root cannot be moved out from under its cover: every folder
   between the root and it is pinned (bound onto itself; a mount point cannot be renamed or
-  removed), and so is the hidden path itself (its cover);
+  removed), and so is the hidden path itself (its cover). The same holds for the folders above
+  a nested `.git` (no repository swapped for another by renaming its parent) and above a
+  sealed folder;
 * a hidden path that does not exist yet cannot be created. For handrail's built-in secret
   locations a stand-in is made first (an empty folder `0700`, or an empty file `0600` where
   the program reading it takes an empty file for none), which the command then finds covered
@@ -148,6 +150,14 @@ def _nearest_existing(path: str, stop: str) -> str:
     return path
 
 
+def _between(root: str, path: str) -> list[str]:
+    """The folders strictly between `root` and `path`, outermost first."""
+    parts = os.path.relpath(path, root).split("/")
+    if parts == ["."]:
+        return []
+    return [os.path.join(root, *parts[:i]) for i in range(1, len(parts))]
+
+
 def _entries(folder: str) -> tuple[str, ...]:
     """A sealed folder's entries that can be bound onto themselves (not symlinks)."""
     out: list[str] = []
@@ -172,6 +182,8 @@ def plan_write_guard(
     """
     roots = [os.path.realpath(r) for r in write_roots if os.path.isdir(r)]
     readonly: list[str] = []
+    pins: list[str] = []
+    seals: list[str] = []
     for root in roots:
         for p in git.under(root):
             if os.path.islink(p):
@@ -180,8 +192,8 @@ def plan_write_guard(
                 if not any(_within(p, r) for r in roots):
                     continue
             readonly.append(p)
-    pins: list[str] = []
-    seals: list[str] = []
+            # Nor can a nested repository be swapped for another by renaming a folder above.
+            pins += _between(root, p)
     for raw in map(str, hidden):
         root = next((r for r in roots if _within(raw, r) and raw != r), None)
         if root is None:
@@ -189,6 +201,7 @@ def plan_write_guard(
         folder, name = os.path.split(raw)
         if is_glob(name):
             seals.append(_nearest_existing(folder, root))
+            pins += _between(root, seals[-1])
             continue
         if not _lexists(raw):
             kind = _kind(raw, home)
@@ -203,11 +216,12 @@ def plan_write_guard(
             elif kind == "formatted":
                 _make_folders(folder, root)
         if not _lexists(raw) or os.path.islink(raw):
-            # Still missing (or a symlink, which no mount can cover): no new name here.
+            # Still missing (or a symlink, which no mount can cover): no new name here, and
+            # no folder on the way to it can be renamed to make the path anew elsewhere.
             seals.append(_nearest_existing(folder, root))
+            pins += _between(root, seals[-1])
             continue
-        parts = os.path.relpath(raw, root).split("/")
-        pins += [os.path.join(root, *parts[:i]) for i in range(1, len(parts))]
+        pins += _between(root, raw)
     sealed = sorted(set(seals))
     pinned = [p for p in dict.fromkeys(pins) if p not in sealed]
     return WriteGuard(
