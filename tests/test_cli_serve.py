@@ -354,3 +354,27 @@ def start_serve(workspace: Path, *args: str) -> subprocess.Popen[str]:
         text=True,
         env={**os.environ, "XDG_CONFIG_HOME": str(workspace.parent / "xdg")},
     )
+
+
+async def test_nothing_can_be_planted_beside_a_hook_script(workspace: Path) -> None:
+    # `python3 hooks/guard.py` imports what lies beside it first: a model writing
+    # hooks/json.py would run its own code outside the sandbox at the next call.
+    (workspace / "hooks").mkdir()
+    (workspace / "hooks" / "guard.py").write_text("import json\n")
+    settings = workspace.parent / "hooked.json"
+    hook = {"command": f"{sys.executable} hooks/guard.py", "matcher": "read_file"}
+    settings.write_text(json.dumps({"hooks": {"post_tool_use": [hook]}}))
+    planted = "import pathlib; pathlib.Path('PWNED').touch()\n"
+    params = server(workspace, "--mode", "bypass", "--settings", str(settings))
+    with anyio.fail_after(WAIT):
+        async with Client(params, mode="legacy") as client:
+            write = await client.call_tool(
+                "write_file", {"file_path": "hooks/json.py", "content": planted}
+            )
+            shell = await client.call_tool(
+                "run_shell", {"command": f"printf %s {planted!r} > hooks/json.py"}
+            )
+            await client.call_tool("read_file", {"file_path": "notes.txt"})
+    assert write.is_error and shell.is_error
+    assert not (workspace / "hooks" / "json.py").exists()
+    assert not (workspace / "PWNED").exists()

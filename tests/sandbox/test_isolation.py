@@ -288,3 +288,40 @@ async def test_host_kernel_state_is_out_of_reach(tmp_path: Path) -> None:
     assert all(f"{dev} False" in r.content for dev in ("/dev/pts/0", "/dev/loop-control"))
     if os.geteuid() == 0:  # root keeps only what acting on its own files needs
         assert "00000000000004fb" in r.content
+
+
+async def test_an_unasked_line_reaches_no_socket_not_even_in_the_workspace(tmp_path: Path) -> None:
+    # A dev server, a language server or an approved background job listening in the
+    # workspace: a line nobody approved cannot drive it (an approved one can).
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    path = str(ws / "dev.sock")
+    class Misjudging(RunShell):  # a classifier that called the line read-only
+        @staticmethod
+        def read_only(args: object) -> bool:
+            return True
+
+    with listening(path) as server:
+        async with Runtime(Registry([Misjudging()]), root=ws) as rt:  # default mode: unasked
+            unasked = await rt.call("run_shell", {"command": connect_line(path)})
+        async with runtime(ws) as rt:  # bypass: the write roots, and the workspace's sockets
+            approved = await rt.call("run_shell", {"command": connect_line(path)})
+        await asyncio.sleep(0.2)
+    assert unasked.metadata["writes"] == "tmpdir" and "CONNECTED" not in unasked.content
+    assert "CONNECTED" in approved.content
+    assert server.accepted == 1
+
+
+async def test_a_session_folder_inside_the_workspace_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Commands could plant links where handrail writes the session's results.
+    import tempfile
+
+    ws = tmp_path / "ws"
+    (ws / "tmp").mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(ws / "tmp"))
+    async with runtime(ws) as rt:
+        r = await rt.call("run_shell", {"command": "echo hi"})
+    assert r.error == "SANDBOX_UNAVAILABLE"
+    assert "TMPDIR" in r.content

@@ -47,7 +47,7 @@ from .. import (
     ToolKind,
     ToolResult,
 )
-from ..permissions import is_read_only_command
+from ..permissions import is_read_only_command, is_within
 from ..sandbox import (
     Confinement,
     Isolation,
@@ -375,6 +375,14 @@ class RunShell(Tool):
         if not confine and not support.namespaces:
             return None, note
         temp_dir = state.temp_dir
+        if confine and any(
+            is_within(os.path.realpath(temp_dir), r) for r in (*ctx.read_roots, *ctx.write_roots)
+        ):
+            # Commands could then plant links where handrail writes the session's results.
+            raise ToolFailure(
+                text(ctx.locale, CATALOG, "temp_in_root", temp=temp_dir),
+                code=ErrorCode.SANDBOX_UNAVAILABLE,
+            )
         write_roots = () if unasked else ctx.write_roots
         # Readable either way; writable only for a line someone approved.
         extra_paths = [os.path.expanduser(p) for p in opts.extra_write_paths]
@@ -383,7 +391,7 @@ class RunShell(Tool):
         if confine:
             visible = self._visible(opts, ctx, temp_dir, extra_paths)
             view = self._read_view(opts, ctx, visible)
-            isolation = self._isolation(opts, ctx, temp_dir, visible, view.home)
+            isolation = self._isolation(opts, ctx, temp_dir, visible, view.home, unasked)
         try:
             conf = Confinement(
                 write_roots=write_roots,
@@ -424,18 +432,21 @@ class RunShell(Tool):
         temp_dir: Path,
         visible: Sequence[str],
         home: str | None,
+        unasked: bool,
     ) -> Isolation:
         """The session's own /tmp, an empty /run, other programs' sockets covered.
 
         What the command needs that lies under the host's /tmp stays visible: the roots, the
-        home (or its covered view), the programs on PATH and their virtual environments.
+        home (or its covered view), the programs on PATH and their virtual environments. A
+        line nobody approved reaches no socket that was listening before it started, not even
+        one in the workspace (a dev server, a language server, an approved background job).
         """
         roots = [str(r) for r in (ctx.cwd, *ctx.read_roots, *ctx.write_roots)]
         seen = [*visible, *_path_dirs(os.environ.get("PATH", ""), os.path.realpath(Path.home()))]
         return plan_isolation(
             tmp=temp_dir,
             visible=seen,
-            own=[*roots, os.path.realpath(temp_dir)],
+            own=[] if unasked else [*roots, os.path.realpath(temp_dir)],
             results=ctx.session.results_path(),
             allow_sockets=[os.path.expanduser(p) for p in opts.unix_sockets],
             covered=[home] if home else [],

@@ -37,6 +37,11 @@ CATALOG = {
             "edits, or ask the user to widen the sandbox in the run_shell settings."
         ),
         "net_off": ", and there is no network",
+        "temp_in_root": (
+            "run_shell cannot run commands here: the session's temporary folder ({temp}) lies "
+            "inside the workspace or a root, where commands could change what handrail writes "
+            "there. Ask the user to set TMPDIR to a folder outside the workspace."
+        ),
         "readonly_hint": (
             "Note: nobody approved this command: it ran because it looks read-only, so the "
             "sandbox let it write nowhere but $TMPDIR (/tmp){net}. A 'Read-only file system' "
@@ -119,6 +124,10 @@ CATALOG = {
             "沙箱;请用文件工具修改文件,或请用户在 run_shell 设置中放宽沙箱。"
         ),
         "net_off": ",并且没有网络",
+        "temp_in_root": (
+            "run_shell 无法在此运行命令:会话的临时目录({temp})位于工作区或某个根目录之内,"
+            "命令可能改动 handrail 写在那里的内容。请用户把 TMPDIR 设为工作区之外的目录。"
+        ),
         "readonly_hint": (
             "注意:没有人批准这条命令:它因看起来只读而直接运行,所以沙箱只允许它写入 "
             "$TMPDIR(/tmp){net}。上面的 'Read-only file system' 或 'Permission denied' "

@@ -264,6 +264,9 @@ class ChildSetup:
             self._seal(folder, kids)
         if self.view:
             self._hide()
+        for path in self.sockets:
+            if self.mount(b"/dev/null", path, None, _MS_BIND, None) != 0:
+                raise errno_error("cover a socket")
         # What must stay reachable once `/tmp` and `/run` are covered, taken now: after the
         # mounts above, so that the clones carry them (covers, read-only `.git`, pins).
         self._clone_isolated()
@@ -486,9 +489,6 @@ class ChildSetup:
         for path in self.empty:
             if self.mount(b"tmpfs", path, b"tmpfs", _EMPTY_RO, b"mode=755,size=4k") != 0:
                 raise errno_error("cover a shared folder")
-        for path in self.sockets:
-            if self.mount(b"/dev/null", path, None, _MS_BIND, None) != 0:
-                raise errno_error("cover a socket")
         if self.dev:
             self._fresh_dev()
         if self.tmp is not None:

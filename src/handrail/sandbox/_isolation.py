@@ -133,7 +133,10 @@ def plan_isolation(
     mine = [os.path.normpath(p) for p in own]
     sockets: list[str] = []
     for sock in dict.fromkeys(listening_sockets()):
-        if any(_within(sock, g) for g in gone) or any(_within(sock, m) for m in mine):
+        if any(_within(sock, m) for m in mine):
+            continue
+        # Under a covered folder it is out of sight, unless a path bound back shows it.
+        if any(_within(sock, g) for g in gone) and not any(_within(sock, v) for v in shown):
             continue
         if any(_within(sock, a) for a in allowed):
             continue
