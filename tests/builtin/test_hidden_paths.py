@@ -60,7 +60,7 @@ class Home:
             ".netrc": "NETRC",
             ".bash_history": "HISTORY",
             ".config/handrail/trusted.json": "HANDRAIL-CONFIG",
-            ".cargo/credentials.toml": "CARGO",  # a glob entry: ~/.cargo/credentials*
+            ".cargo/credentials.toml": "CARGO",
             ".xdg-state/handrail/sessions/s.json": "SESSION",  # via XDG_STATE_HOME
             ".run/handrail/serve/4000.token": "TOKEN",  # via XDG_RUNTIME_DIR
             "private/notes.txt": "EXTRA",  # the hidden_paths setting

@@ -34,7 +34,7 @@ def test_the_built_in_list_covers_the_usual_secrets(home: Path) -> None:
     hidden = hidden_paths(home=home, env={})
     required = {
         ".ssh", ".aws", ".gnupg", ".config/gcloud", ".azure", ".kube", ".docker/config.json",
-        ".netrc", ".git-credentials", ".config/gh", ".npmrc", ".pypirc", ".cargo/credentials*",
+        ".netrc", ".git-credentials", ".config/gh", ".npmrc", ".pypirc", ".cargo/credentials.toml",
         ".local/share/keyrings", ".password-store", ".bash_history", ".zsh_history",
         ".python_history", ".psql_history", ".mysql_history", ".node_repl_history",
         ".local/share/fish", ".config/handrail", ".local/state/handrail",
@@ -57,11 +57,6 @@ def test_the_environment_moves_handrails_own_folders(home: Path, tmp_path: Path)
     hidden = {str(p) for p in hidden_paths(home=home, env=env)}
     for path in ("conf/handrail", "state/handrail", "run/handrail", "home/hr-state"):
         assert str(tmp_path / path) in hidden
-    # Relative XDG values are ignored, as the XDG spec says.
-    assert not any(
-        "relative" in p
-        for p in map(str, hidden_paths(home=home, env={"XDG_CONFIG_HOME": "relative"}))
-    )
 
 
 def test_extras_expand_the_home_and_resolve_against_the_base(home: Path, tmp_path: Path) -> None:
@@ -89,7 +84,7 @@ def test_entries_match_by_component_and_globs_by_name(home: Path) -> None:
     assert hidden_entry(home / "project" / ".ssh", hidden) is None  # only the home's own
     assert (
         hidden_entry(home / ".cargo" / "credentials.toml", hidden)
-        == home / ".cargo" / "credentials*"
+        == home / ".cargo" / "credentials.toml"
     )
     assert hidden_entry(home / ".cargo" / "config.toml", hidden) is None
     assert hidden_entry("/etc/ssh/ssh_host_ed25519_key", hidden) == Path("/etc/ssh/ssh_host_*_key")
@@ -207,3 +202,20 @@ async def test_every_tool_sees_the_hidden_set_in_its_context(home: Path) -> None
     rt = Runtime(Registry([probe]), root=home, hidden_paths=["x"])
     assert (await rt.call("probe")).ok
     assert seen == [rt.hidden_paths] and home / "x" in seen[0]
+
+
+def test_relative_state_folders_are_hidden_where_handrail_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # handrail reads a relative XDG_CONFIG_HOME (and the others) from the current directory:
+    # that is where its settings and state are, so that is what is hidden.
+    monkeypatch.chdir(tmp_path)
+    env = {
+        "XDG_CONFIG_HOME": "cfg",
+        "XDG_STATE_HOME": "state",
+        "XDG_RUNTIME_DIR": "run",
+        "HANDRAIL_STATE_DIR": "hs",
+    }
+    hidden = {str(p) for p in hidden_paths(home=tmp_path / "home", env=env)}
+    for path in ("cfg/handrail", "state/handrail", "run/handrail", "hs"):
+        assert str(tmp_path / path) in hidden, path

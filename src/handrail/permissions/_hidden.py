@@ -7,7 +7,7 @@ more with the `hidden_paths` setting. The policy refuses any `ReadPath` or `Writ
 hidden path, even inside a read or write root, and no rule, mode or hook lifts that; the search
 tools leave them out of every walk, and the shell's sandbox covers them.
 
-An entry is an absolute path; its last component may be a glob (`~/.cargo/credentials*`).
+An entry is an absolute path; its last component may be a glob (`/etc/ssh/ssh_host_*_key`).
 Entries are kept in two forms when they differ, as written (`~` expanded, normalised) and
 resolved (symlinks followed), so a check by either spelling finds them.
 """
@@ -130,20 +130,23 @@ def is_glob(name: str) -> bool:
 
 
 def _state_folders(home: str, env: Mapping[str, str]) -> list[str]:
-    """The config and state folders of handrail where the environment moves them."""
+    """The config and state folders of handrail where the environment moves them.
+
+    A relative value is taken from the current directory, as handrail's own readers of these
+    variables take it: hidden where it is read, wherever that is.
+    """
     out: list[str] = []
-    config = env.get("XDG_CONFIG_HOME")
-    if config and os.path.isabs(config):
-        out.append(os.path.join(config, "handrail"))
-    state = env.get("XDG_STATE_HOME")
-    if state and os.path.isabs(state):
-        out.append(os.path.join(state, "handrail"))
+    for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR"):
+        value = env.get(var)
+        if value:
+            out.append(os.path.join(os.path.abspath(value), "handrail"))
     explicit = env.get("HANDRAIL_STATE_DIR")
     if explicit:
-        out.append(os.path.join(home, explicit[2:]) if explicit.startswith("~/") else explicit)
-    runtime = env.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isabs(runtime):
-        out.append(os.path.join(runtime, "handrail"))
+        out.append(
+            os.path.join(home, explicit[2:])
+            if explicit.startswith("~/")
+            else os.path.abspath(explicit)
+        )
     return out
 
 
