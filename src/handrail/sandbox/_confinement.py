@@ -1,39 +1,44 @@
 """OS confinement for shell commands on Linux: Landlock for writes, namespaces for the rest.
 
 A confined command and every process it starts:
-* can write only inside the write roots, a private temporary folder and a few devices
+* can write only inside its write roots, a private temporary folder and a few devices
   (`/dev/null`...): Landlock, which the kernel enforces on the whole tree and which cannot be
-  undone from inside;
-* cannot change `.git` or `.handrail` at the top of a write root: they are bind-mounted
-  read-only in a private mount namespace (Landlock grants are inherited downward and cannot
-  carve a read-only hole into a writable root);
+  undone from inside. A command nobody approved gets no write roots at all: its temporary
+  folder is all it can write;
+* cannot change a `.git` or `.handrail` at any depth of a write root, move a hidden path out
+  from under its cover, or create one that does not exist yet (`_write_guard.py` plans the
+  read-only binds, pinned and sealed folders; Landlock grants are inherited downward and
+  cannot carve a read-only hole into a writable root, mounts can);
 * cannot change the metadata (times, mode, owner, ACLs and other extended attributes) of
   anything outside the write roots and its temporary folder, which Landlock does not cover:
   in the same mount namespace every mount is made read-only (`mount_setattr`, Linux 5.12)
-  but for the write roots, each bound onto itself first. Devices, FIFOs and sockets stay
-  writable on a read-only mount, so `/dev/null` and the terminal keep working; creating a
-  file outside the roots now fails with EROFS ("Read-only file system") before Landlock's
-  EACCES is reached. Without a mount namespace (Landlock only, or a kernel without
-  `mount_setattr`: `SandboxSupport.keeps_metadata`) and for unconfined commands, metadata
-  outside the roots is not protected;
+  but for the write roots, each bound onto itself first. Creating a file outside the roots
+  fails with EROFS ("Read-only file system") before Landlock's EACCES is reached. Without a
+  mount namespace (Landlock only, or a kernel without `mount_setattr`:
+  `SandboxSupport.keeps_metadata`) and for unconfined commands, metadata outside the roots is
+  not protected;
 * with a `ReadView`, cannot read the user's home beyond what it needs, nor any hidden path:
   in the same mount namespace the home is covered by an empty tmpfs, the needed paths are
   cloned back on top (`open_tree` + `move_mount`), and hidden paths it could still reach are
   covered (`_read_view.py` plans it). Without mount namespaces, Landlock confines reading
-  files the same way (names stay listable). As root, the capabilities that read around
-  mounts (file handles, raw devices, device nodes, kernel memory and modules) leave its
-  bounding set;
+  files the same way (names stay listable);
+* sees only its own session (`_isolation.py`): a /proc of its own, the session's folder at
+  /tmp, empty /run and /var/tmp, a /dev of a few nodes, no other program's Unix socket, its
+  own IPC and UTS namespaces; Landlock's scopes (ABI 6) keep it from abstract sockets and from
+  signalling outside, and a seccomp filter (`_seccomp.py`) from the keyrings and vsock;
+* as root, keeps only the capabilities acting on its own files needs;
 * has no network unless allowed: a new network namespace with only a loopback interface (or,
   without namespaces, Landlock's TCP rules, which leave UDP open);
-* lives in its own PID namespace under a shell that is its init: when that shell ends, the
-  kernel kills whatever is left, and killing the namespace's members reaches processes that
-  left the process group (setsid, double fork);
-* dies with handrail: the supervisor shell that starts it gets a parent-death signal and then
-  kills the namespace's init (`_parent_death.py`; without a namespace, every process below it).
+* lives in its own PID namespace whose PID 1 runs the command: when PID 1 ends, the kernel
+  kills whatever is left, and killing the namespace's members reaches processes that left the
+  process group (setsid, double fork);
+* dies with handrail: its supervisor gets a parent-death signal (`_child.py`: the setup's own
+  process, which forked PID 1; `_parent_death.py`: a supervisor shell where there is no
+  namespace, which kills every process below it).
 
 Namespaces are created directly as root, or inside a new user namespace otherwise. The setup
-runs in the child between fork and exec (`preexec_fn`) through functions bound before the
-fork, so it allocates little and takes no locks another thread could hold.
+runs in the child between fork and exec (`preexec_fn`, `_child.py`) through functions bound
+before the fork, so it allocates little and takes no locks another thread could hold.
 """
 
 from __future__ import annotations
