@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inline_snapshot import snapshot
 
 from handrail import (
     ErrorCode,
@@ -20,6 +21,7 @@ from handrail import (
     WritePath,
 )
 from handrail.permissions import (
+    BYPASS,
     Decision,
     Policy,
     covering_rules,
@@ -214,6 +216,35 @@ def test_deny_rule_for_one_part_denies_the_compound(ws: Path) -> None:
     policy = Policy(allow=["run_shell(npm test:*)"], deny=["run_shell(rm:*)"])
     d = shell(policy, ws, "npm test && rm -rf x", "npm test", "rm -rf x")
     assert (d.behavior, d.rule) == ("deny", "run_shell(rm:*)")
+
+
+def test_a_line_no_rule_can_read_is_refused_by_a_deny_rule_saying_why(ws: Path) -> None:
+    policy = Policy(allow=["run_shell"], deny=["run_shell(rm:*)"])
+    d = shell(policy, ws, "c=rm; $c -rf build", mode=M.BYPASS)
+    assert (d.behavior, d.rule, d.source) == ("deny", "run_shell(rm:*)", "rule")
+    assert d.reason == snapshot(
+        "the rule `run_shell(rm:*)` denies this call: no rule can tell which commands this line runs (variable expansion in the command name), so it counts as matching every deny and ask rule; write the command names and the values they depend on out literally, without variables, substitutions or eval"
+    )
+    hidden = shell(policy, ws, "echo ${x:-`rm -rf build`}")
+    assert hidden.reason == snapshot(
+        "the rule `run_shell(rm:*)` denies this call: no rule can tell which commands this line runs (an expansion the parser did not read), so it counts as matching every deny and ask rule; write the command names and the values they depend on out literally, without variables, substitutions or eval"
+    )
+
+
+def test_a_deny_rule_that_matches_a_literal_command_says_only_that(ws: Path) -> None:
+    policy = Policy(deny=["run_shell(rm:*)"])
+    d = shell(policy, ws, "rm -rf build; $c x")
+    assert (d.behavior, d.reason) == ("deny", "the rule `run_shell(rm:*)` denies this call")
+
+
+def test_a_line_no_rule_can_read_asks_through_an_ask_rule_even_in_bypass_mode(ws: Path) -> None:
+    policy = Policy(ask=["run_shell(git push:*)"])
+    d = shell(policy, ws, 'eval "$cmd"', mode=M.BYPASS)
+    assert (d.behavior, d.rule) == ("ask", "run_shell(git push:*)")
+    assert d.reason == snapshot(
+        "the rule `run_shell(git push:*)` asks for approval: no rule can tell which commands this line runs (eval of words that are not literal), so it counts as matching every deny and ask rule; write the command names and the values they depend on out literally, without variables, substitutions or eval"
+    )
+    assert shell(policy, ws, "git push", mode=M.BYPASS) == BYPASS
 
 
 def test_unparsed_command_line_with_operators_is_not_allowed_by_a_prefix_rule(ws: Path) -> None:

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 import handrail
 from handrail.permissions import is_read_only_command, parse_command, parse_rule
+from handrail.permissions._rules import rule_matches_request, unreadable_reasons
 
 # -- parsing -------------------------------------------------------------------------------
 
@@ -312,6 +313,43 @@ def test_prefix_rule_does_not_cover_other_commands_or_hidden_effects(
         "(rm x)",
         "trap 'rm x' EXIT",
         'rm "unterminated',
+        # spelled so that no rule can read the command name: it matches every deny rule
+        "c=rm; $c x",
+        "${c} x",
+        '"$c" x',
+        "{rm,x} y",
+        "r? x",
+        "/bin/r[m] x",
+        "$(echo rm) x",
+        "`echo rm` x",
+        "echo ${x:-`rm x`}",
+        "echo ${x#$(rm x)}",
+        'eval "$c x"',
+        'bash -c "$script"',
+        "echo rm x | sh",
+        "source ./cleanup.sh",
+        "exec $c x",
+        "ls \r#; rm x",
+        "echo \\ #; rm x",
+        "echo $'\\\\'; rm x; echo '",
+        'echo "$\\\n(rm x)"',
+        # wrappers, with their options read as the wrapper reads them
+        '"rm" x',
+        "builtin rm x",
+        "time -p rm x",
+        "ls | xargs -0 rm",
+        "nice --adjustment=5 rm x",
+        "timeout -k 1 --signal=KILL 5 rm x",
+        "timeout --foo 5 rm x",
+        "env -S 'rm x'",
+        "env -i -S '-u X rm x'",
+        "sudo -u root -- rm x",
+        "watch 'rm x'",
+        "flock /tmp/lock rm x",
+        "chroot / rm x",
+        "strace -f -o log rm x",
+        "GIT_PAGER='rm x' git log",
+        "git -c alias.x='!rm y' x",
     ],
 )
 def test_deny_rule_sees_every_command_including_wrapped_ones(tmp_path: Path, command: str) -> None:
@@ -327,6 +365,46 @@ def test_deny_rule_sees_every_command_including_wrapped_ones(tmp_path: Path, com
 def test_deny_rule_does_not_fire_on_mere_mentions(tmp_path: Path, command: str) -> None:
     policy = handrail.permissions.Policy(allow=["run_shell"], deny=["run_shell(rm:*)"])
     assert shell(policy, tmp_path, command).behavior == "allow"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ['for f in *.py; do cat "$f"; done', "echo ${HOME}", "echo $(date)", "echo '$c x'"],
+)
+def test_a_variable_that_is_only_an_argument_does_not_fire_a_deny_rule(
+    tmp_path: Path, command: str
+) -> None:
+    policy = handrail.permissions.Policy(allow=["run_shell"], deny=["run_shell(rm:*)"])
+    assert shell(policy, tmp_path, command).behavior == "allow"
+
+
+@pytest.mark.parametrize("rule", ["run_shell(rm:*)", "run_shell(git push:*)", "run_shell(ls)"])
+def test_a_line_no_rule_can_read_matches_every_command_rule(tmp_path: Path, rule: str) -> None:
+    request = handrail.RunCommand(command="c=rm; $c x")
+    assert unreadable_reasons(request) == ("variable expansion in the command name",)
+    assert rule_matches_request(parse_rule(rule), request, (tmp_path,))
+    # ...but not a rule about something else, and not when the tool split the line itself.
+    assert not rule_matches_request(parse_rule("run_shell(domain:x.org)"), request, ())
+    split = handrail.RunCommand(command="c=rm; $c x", commands=("npm test",))
+    assert not rule_matches_request(parse_rule(rule), split, (tmp_path,))
+
+
+def test_an_unreadable_line_asks_through_an_ask_rule_even_in_bypass_mode(tmp_path: Path) -> None:
+    policy = handrail.permissions.Policy(ask=["run_shell(git push:*)"])
+    bypass = handrail.PermissionMode.BYPASS
+    assert shell(policy, tmp_path, "c=git; $c push", bypass).behavior == "ask"
+    assert shell(policy, tmp_path, 'eval "$cmd"', bypass).behavior == "ask"
+    # A line whose commands are all literal is still allowed in bypass mode.
+    assert shell(policy, tmp_path, "git push", bypass).behavior == "allow"
+    assert shell(policy, tmp_path, "ls $x", bypass).behavior == "allow"
+    dont_ask = shell(policy, tmp_path, "c=git; $c push", handrail.PermissionMode.DONT_ASK)
+    assert dont_ask.behavior == "deny"
+
+
+def test_an_allow_rule_never_covers_an_unreadable_line(tmp_path: Path) -> None:
+    policy = handrail.permissions.Policy(allow=["run_shell(echo:*)", "run_shell(c=rm)"])
+    for command in ("echo ${x:-`rm x`}", "c=rm; $c x", "echo $'\\\\'; rm x; echo '"):
+        assert shell(policy, tmp_path, command).behavior == "ask", command
 
 
 def test_ask_rule_sees_a_wrapped_command(tmp_path: Path) -> None:

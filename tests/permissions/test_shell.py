@@ -43,7 +43,7 @@ TABLE: list[tuple[str, tuple[str, ...], bool, bool]] = [
     ("ls & pwd", ("ls", "pwd"), False, False),
     ("sleep 100 &", ("sleep 100",), False, False),
     ("npm test && rm -rf x", ("npm test", "rm -rf x"), False, False),
-    ("npm test | sh", ("npm test", "sh"), False, False),
+    ("npm test | sh", ("npm test", "sh"), True, False),  # sh runs a script from stdin
     ("! git diff --quiet", ("git diff --quiet",), False, True),
     # -- compound statements and functions
     ("if true; then ls; else pwd; fi", ("true", "ls", "pwd"), False, True),
@@ -62,7 +62,7 @@ TABLE: list[tuple[str, tuple[str, ...], bool, bool]] = [
     ("GIT_DIR=/x git status", ("GIT_DIR=/x git status",), False, False),
     ("x=1; echo $x", ("x=1", "echo $x"), False, True),
     ("export A=1 && ls", ("export A=1", "ls"), False, True),
-    ("declare -i n=1", ("declare -i n=1",), False, False),
+    ("declare -i n=1", ("declare -i n=1",), True, False),  # later values are arithmetic
     # -- redirections
     ("npm test 2>&1", ("npm test",), False, False),
     ("ls >/dev/null 2>&1", ("ls",), False, True),
@@ -80,7 +80,7 @@ TABLE: list[tuple[str, tuple[str, ...], bool, bool]] = [
     ("cat <<'EOF'\n$(rm x) `rm y`\nEOF", ("cat",), False, True),
     ("cat <<EOF\n$(rm x)\nEOF", ("cat",), True, False),
     ("cat <<EOF\n`rm x`\nEOF", ("cat",), True, False),
-    ("cat <<EOF | sh\nrm -rf x\nEOF", ("cat", "sh"), False, False),
+    ("cat <<EOF | sh\nrm -rf x\nEOF", ("cat", "sh"), True, False),
     ("cat <<EOF > out\nx\nEOF", ("cat",), True, False),
     ('grep foo <<< "text"', ("grep foo",), True, False),
     # -- what a prefix rule cannot see through
@@ -117,7 +117,7 @@ TABLE: list[tuple[str, tuple[str, ...], bool, bool]] = [
     ("find . -name x -delete", ("find . -name x -delete",), False, False),
     ("find . -exec rm {} \\;", ("find . -exec rm '{}' ';'",), False, False),
     ("find . -fprint out", ("find . -fprint out",), False, False),
-    ("find * -name x", ("find * -name x",), False, False),
+    ("find * -name x", ("find * -name x",), True, False),  # a file could be `-delete`
     ("git log --oneline -5", ("git log --oneline -5",), False, True),
     ("git --no-pager diff HEAD~1", ("git --no-pager diff HEAD~1",), False, True),
     ("git show HEAD@{1}", ("git show 'HEAD@{1}'",), False, True),
@@ -135,7 +135,7 @@ TABLE: list[tuple[str, tuple[str, ...], bool, bool]] = [
     ("git config user.name me", ("git config user.name me",), False, False),
     ("git diff --output=patch", ("git diff --output=patch",), False, False),
     ("git log --outp=patch", ("git log --outp=patch",), False, False),
-    ("git -c core.pager=sh log", ("git -c core.pager=sh log",), False, False),
+    ("git -c core.pager=sh log", ("git -c core.pager=sh log",), True, False),
     ("git -C other status", ("git -C other status",), False, False),
     ("cd sub && git status", ("cd sub", "git status"), False, False),
     ("cd src && ls", ("cd src", "ls"), False, True),
@@ -173,8 +173,8 @@ TABLE: list[tuple[str, tuple[str, ...], bool, bool]] = [
     ("ls | xargs cat", ("ls", "xargs cat"), False, False),
     ("sudo ls", ("sudo ls",), False, False),
     ("exec ls", ("exec ls",), False, False),
-    ("source .venv/bin/activate", ("source .venv/bin/activate",), False, False),
-    (". ./env.sh", (". ./env.sh",), False, False),
+    ("source .venv/bin/activate", ("source .venv/bin/activate",), True, False),
+    (". ./env.sh", (". ./env.sh",), True, False),
     ('python -c "print(1)"', ("python -c 'print(1)'",), False, False),
     ("/bin/ls", ("/bin/ls",), False, False),
     ("pytest -q", ("pytest -q",), False, False),
@@ -294,6 +294,19 @@ def test_reasons_are_listed_once_in_order() -> None:
     ("line", "hidden"),
     [
         ("ls | xargs rm -f", "rm -f"),
+        ("watch 'rm x'", "rm x"),
+        ("flock lock -c 'rm x'", "rm x"),
+        ("flock lock rm x", "rm x"),
+        ("chroot / rm x", "rm x"),
+        ("env -S '-i A=1 rm x'", "rm x"),
+        ("timeout --foo 5 rm x", "rm x"),
+        ("strace -o trace rm x", "rm x"),
+        ("GIT_PAGER='rm x' git log", "rm x"),
+        ("git -c core.pager='rm x' log", "rm x"),
+        ("git -c alias.p=push p", "git push"),
+        ("git -c alias.x='!rm y' x", "rm y"),
+        ("git rebase -x 'rm y' HEAD~1", "rm y"),
+        ("git submodule foreach 'rm y'", "rm y"),
         ("ls | xargs -n 1 -I{} rm {}", "rm '{}'"),
         ("timeout 5 rm x", "rm x"),
         ("timeout -s KILL 5 rm x", "rm x"),
@@ -413,3 +426,234 @@ def test_parsing_from_many_threads_gives_the_same_results() -> None:
     assert [(g.commands, g.opaque, g.read_only) for g in got] == [
         (e.commands, e.opaque, e.read_only) for e in expected
     ]
+
+
+# -- failing closed: what the parser does not fully read ----------------------------------
+
+UNREADABLE = [
+    # substitutions tree-sitter leaves as plain text inside an expansion
+    ("echo ${x:-`touch f`}", "an expansion the parser did not read"),
+    ("echo ${x#$(touch f)}", "an expansion the parser did not read"),
+    ("echo ${x%%`touch f`}", "an expansion the parser did not read"),
+    ("echo \"${x:-'`touch f`'}\"", "an expansion the parser did not read"),
+    ("echo ${x:-${y:-`touch f`}}", "an expansion the parser did not read"),
+    ("cat <<EOF\n${x:-`touch f`}\nEOF", "an expansion the parser did not read"),
+    ("cat <<EOF\nx $[v]\nEOF", "an expansion the parser did not read"),
+    # indirect expansion: the value names a variable, `a[$(cmd)]` runs cmd
+    ("echo ${!x}", "indirect expansion (${!name})"),
+    ("echo ${!x[@]}", "indirect expansion (${!name})"),
+    ("echo ${!prefix*}", "indirect expansion (${!name})"),
+    ("echo ${!x:-y}", "indirect expansion (${!name})"),
+    # every context that evaluates arithmetic, and with it array subscripts
+    ("echo ${PWD:y}", "arithmetic on a variable"),
+    ("echo ${PWD:1:y}", "arithmetic on a variable"),
+    ("echo ${x[$i]}", "arithmetic on a variable"),
+    ("echo ${x[i]}", "arithmetic on a variable"),
+    ("echo $((y))", "arithmetic on a variable"),
+    ("echo $[y + 1]", "arithmetic on a variable"),
+    ("[[ a -eq b ]]", "arithmetic on a variable"),
+    ('[[ "1" -eq 1 ]]', "arithmetic on a variable"),
+    ("[[ -v a[i] ]]", "arithmetic on a variable"),
+    ("(( y ))", "arithmetic on a variable"),
+    ("for ((i = 0; i < 3; i++)); do :; done", "arithmetic on a variable"),
+    ("let y", "arithmetic on a variable"),
+    ("declare -i n=y", "arithmetic on a variable"),
+    ("local -n ref=y", "arithmetic on a variable"),
+    ("printf -v 'a[y]' x", "arithmetic on a variable"),
+    ("test -v 'a[y]'", "arithmetic on a variable"),
+    ("[ -v 'a[y]' ]", "arithmetic on a variable"),
+    ("read -a 'a[y]'", "arithmetic on a variable"),
+    ("mapfile -t 'a[y]'", "arithmetic on a variable"),
+    ("unset 'a[y]'", "arithmetic on a variable"),
+    ("a[y]=1", "arithmetic on a variable"),
+    ("a=([y]=1)", "arithmetic on a variable"),
+    ("echo ${x@P}", "prompt expansion (${x@P})"),
+    # code no rule can read
+    ("$c x", "variable expansion in the command name"),
+    ("${c} x", "variable expansion in the command name"),
+    ('"$c" x', "variable expansion in the command name"),
+    ("$(echo rm) x", "command substitution in the command name"),
+    ("`echo rm` x", "command substitution in the command name"),
+    ("r? x", "glob in the command name"),
+    ("/bin/r[m] x", "glob in the command name"),
+    ('eval "$x"', "eval of words that are not literal"),
+    ('bash -c "$x"', "bash -c with a script that is not literal"),
+    ("echo rm x | bash", "bash runs a script from a file or stdin"),
+    ("sh script.sh", "sh runs a script from a file or stdin"),
+    ("source ./env.sh", "source runs a script from a file"),
+    (". ./env.sh", ". runs a script from a file"),
+    ("exec $c x", "exec runs a command that is not literal"),
+    ("timeout 5 $c x", "timeout runs a command that is not literal"),
+    ("nice $opts rm x", "nice runs a command that is not literal"),
+    ("xargs -I{} {} < list", "xargs builds the command name from its input"),
+    ("find . -exec {} ';'", "find runs a command named by a file name"),
+    ("find $dir -name x", "find with an argument that is not literal"),
+    ('trap "$x" EXIT', "trap handler that is not literal"),
+    ('mapfile -C "rm x" -c 1 a < f', "mapfile -C runs a callback"),
+    ("hash -p /bin/rm ls; ls x", "hash changes what a command name runs"),
+    ("BASH_ENV=x.sh bash -c ls", "BASH_ENV makes programs run code the line does not show"),
+    ("PS4='$(rm x)' bash -xc ls", "PS4 with an expansion in it"),
+    ('GIT_PAGER="$p" git log', "GIT_PAGER holds a command that is not literal"),
+    ("git -c alias.x=$v x", "git -c with a value that is not literal"),
+    ("git --config-env=alias.x=V x", "git --config-env takes config from a variable"),
+    # where tree-sitter and bash read a line differently
+    ("echo $'\\\\'; rm x; echo '", "parse error"),
+    ("{rm,x} y", "parse error"),
+]
+
+
+@pytest.mark.parametrize(("line", "reason"), UNREADABLE)
+def test_what_the_parser_cannot_read_is_unreadable_opaque_and_not_read_only(
+    line: str, reason: str
+) -> None:
+    parsed = parse_command(line)
+    assert reason in parsed.dynamic_reasons, parsed.reasons
+    assert parsed.dynamic and parsed.opaque and not parsed.read_only
+    assert set(parsed.dynamic_reasons) <= set(parsed.reasons)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "ls -la",
+        "git status && git diff",
+        'for f in *.py; do echo "$f"; done',
+        'echo "${HOME}/x" ${x:-default} ${#x} ${x//a/b} ${x:1:2} ${arr[@]} ${arr[1]}',
+        "echo $((1 + 2))",
+        'x=$(cat f); echo "$x"',
+        "echo ${x:-$(date)}",
+        "bash -c 'npm test'",
+        "eval 'ls -la'",
+        "timeout 5 npm test",
+        "FOO=1 GIT_PAGER=cat git log",
+        "git -c user.name=me commit -m wip",
+        "find . -name '*.o' -exec rm {} +",
+        "ls | xargs -0 rm",
+        "[[ $x =~ ^[0-9]+$ ]] && [[ -f x ]]",
+        'docker run --rm -v "$PWD":/w img',
+        "cat <<'EOF'\n${x:-`rm x`} $[v]\nEOF",
+        "echo '`rm x`' \"\\`rm x\\`\" \\$\\(rm x\\)",
+        "bash --version",
+    ],
+)
+def test_lines_whose_commands_are_all_literal_are_not_unreadable(line: str) -> None:
+    assert not parse_command(line).dynamic
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # options that write a file, run a program or never end
+        "rg --pre cat foo",
+        "rg --pre=gzip foo",
+        "rg -z foo",
+        "rg -uz foo",
+        "rg --search-zip foo",
+        "rg --hostname-bin=touch foo",
+        "sort -T tmpdir f",
+        "sort --temporary-directory=d f",
+        "sort --compress-program=gzip f",
+        "sort --compress-prog=gzip f",
+        "file -z a.gz",
+        "file --uncompress a.gz",
+        "git log --show-signature",
+        "git log --format=%G?",
+        "git log --pretty=format:%GS",
+        "git for-each-ref --format='%(signature)'",
+        "sleep infinity",
+        "seq inf",
+        # wrappers whose options are not all understood, or take values
+        "time -o out ls",
+        "time --output=out ls",
+        "time -a -o out ls",
+        "command time --output=out ls",
+        "\\time -o out ls",
+        "env -S 'ls -la'",
+        "env --split-string=ls",
+        "timeout --foo 5 ls",
+        "timeout -x 5 ls",
+        "nice --foo ls",
+        "command -x ls",
+    ],
+)
+def test_options_that_write_run_or_never_end_are_not_read_only(line: str) -> None:
+    assert not is_read_only_command(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "nice --adjustment=5 ls",
+        "nice -n 5 ls",
+        "nice -5 ls",
+        "timeout --kill-after=1 5 ls",
+        "timeout -k1 -s KILL 5 ls",
+        "timeout --preserve-status 5 git status",
+        "time -p ls",
+        "command -p ls",
+        "date -f dates.txt",
+        "diff --to-file=b a",
+        "sleep 0.5",
+        "seq 3",
+        "rg -n --pretty foo",
+        "sort -t o -k 2 f",
+    ],
+)
+def test_wrappers_and_options_that_only_read_stay_read_only(line: str) -> None:
+    assert is_read_only_command(line)
+
+
+# -- lines tree-sitter reads differently from bash ----------------------------------------
+
+
+def test_a_carriage_return_is_part_of_a_word_as_in_bash() -> None:
+    # tree-sitter alone reads `\r#` as a comment and never sees the `rm`.
+    parsed = parse_command("ls \r#; rm x")
+    assert "rm x" in parsed.commands
+    assert not parsed.read_only
+
+
+def test_an_escaped_blank_is_part_of_a_word_as_in_bash() -> None:
+    # tree-sitter alone reads `\ ` as a space, so `#` would start a comment hiding the `rm`.
+    parsed = parse_command("echo \\ #; rm x")
+    assert parsed.commands == ("echo ' #'", "rm x")
+    assert not parsed.read_only
+
+
+def test_a_backslash_newline_is_removed_before_anything_else_as_in_bash() -> None:
+    for line in ['echo "$\\\n(rm x)"', "echo $\\\n(rm x)", "cat <<EOF\n$\\\n(rm x)\nEOF"]:
+        parsed = parse_command(line)
+        assert "rm x" in parsed.hidden, line
+        assert parsed.opaque and not parsed.read_only, line
+    # ...but not inside single quotes or a quoted here-document.
+    assert parse_command("echo 'a\\\nb'").words == (("echo", "a\\\nb"),)
+    assert parse_command("cat <<'EOF'\n$\\\n(rm x)\nEOF").read_only
+
+
+def test_an_ansi_c_string_ends_where_bash_ends_it() -> None:
+    # `$'\\'` is one backslash; tree-sitter would run the string on to the next quote.
+    parsed = parse_command("echo $'\\\\'; rm x; echo '")
+    assert parsed.dynamic and not parsed.read_only
+
+
+@pytest.mark.parametrize(
+    ("line", "argv"),
+    [
+        ("echo ''\\ x", ("echo", " x")),
+        ("echo \\ a", ("echo", " a")),
+        ("echo ''\\ ;", ("echo", " ")),
+        ("echo $'\\xc3\\xa9'", ("echo", "é")),
+        ("echo $'\\c?'", ("echo", "\x7f")),
+        ("echo $'\\c\\\\x'", ("echo", "\x1cx")),
+        ("echo $'\\0101'", ("echo", "\x081")),
+    ],
+)
+def test_word_values_are_bash_values(line: str, argv: tuple[str, ...]) -> None:
+    assert parse_command(line).words == (argv,)
+
+
+@pytest.mark.parametrize("word", ["$'\\xff'", "$'\\u263a'", "$'a\\0b'", "a=~/x", "~/x", "x=a:~/b"])
+def test_words_whose_value_depends_on_the_locale_or_home_are_not_static(word: str) -> None:
+    # Given as written: the value in bash depends on the locale, the home folder, or is not
+    # text at all.
+    assert parse_command(f"echo {word}").words == (("echo", word),)

@@ -296,6 +296,7 @@ async def test_an_unasked_line_reaches_no_socket_not_even_in_the_workspace(tmp_p
     ws = tmp_path / "ws"
     ws.mkdir()
     path = str(ws / "dev.sock")
+
     class Misjudging(RunShell):  # a classifier that called the line read-only
         @staticmethod
         def read_only(args: object) -> bool:

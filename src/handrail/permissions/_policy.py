@@ -1,13 +1,15 @@
 """The policy: one central decision (allow / ask / deny) for every call.
 
 Order of evaluation, first decisive step wins:
-1. deny rules (any request matching, or a bare rule for the tool);
+1. deny rules (any request matching, or a bare rule for the tool; a shell line no rule can
+   read, `ShellCommand.dynamic`, matches every command rule);
 2. sandbox limits: reads outside the read roots, writes outside the write roots or into
    protected folders (`.git`, `.handrail`) are refused;
 3. plan mode: anything not read-only is refused (except writing a plan under
    `.handrail/plans/`, and a mode switch, which is how plan mode ends and always asks);
 4. a pre-tool hook's decision (it can never allow past steps 1-3);
-5. ask rules (bypass mode allows, dont_ask mode denies);
+5. ask rules (bypass mode allows, except for a shell line no rule can read, which asks;
+   dont_ask mode denies);
 6. bypass mode allows;
 7. allow rules, from settings and from "allow always" answers: every request must be covered;
 8. a mode switch (`SwitchMode`, e.g. exit_plan_mode) asks: no mode's default may approve it,
@@ -45,7 +47,7 @@ from .._contract import (
     WritePath,
 )
 from ._hidden import hidden_refusal
-from ._rules import Rule, parse_rule, rule_matches_request, simple_commands
+from ._rules import Rule, parse_rule, rule_matches_request, simple_commands, unreadable_reasons
 from ._shell import parse_command
 
 __all__ = ["ALLOW", "BYPASS", "Decision", "Policy", "covering_rules", "is_within", "rules_to_allow"]
@@ -161,11 +163,12 @@ class Policy:
         tool = names[0]
         deny, ask, allow = self.rules_for(names)
         roots = (*write_roots, *read_roots)
+        unreadable = next(filter(None, (unreadable_reasons(q) for q in requests)), ())
         for rule in deny:
             if rule.specifier is None or any(_matches(rule, q, roots) for q in requests):
                 return Decision(
                     behavior="deny",
-                    reason=f"the rule `{rule.text}` denies this call",
+                    reason=_rule_reason(rule, "denies this call", unreadable, requests, roots),
                     rule=rule.text,
                     source="rule",
                 )
@@ -207,11 +210,12 @@ class Policy:
             return self._ask(mode, hook_reason or "a hook asks for approval", None, "hook")
         for rule in ask:
             if rule.specifier is None or any(_matches(rule, q, roots) for q in requests):
-                if mode is PermissionMode.BYPASS:
+                # Bypass mode skips ask rules, but not for a line no rule can read: the rule
+                # may be about the very command it hides.
+                if mode is PermissionMode.BYPASS and not unreadable:
                     return BYPASS
-                return self._ask(
-                    mode, f"the rule `{rule.text}` asks for approval", rule.text, "rule"
-                )
+                why = _rule_reason(rule, "asks for approval", unreadable, requests, roots)
+                return self._ask(mode, why, rule.text, "rule")
         if mode is PermissionMode.BYPASS:
             return BYPASS
         allow_rules = [
@@ -328,6 +332,39 @@ def _matches(rule: Rule, q: PermissionRequest, roots: Sequence[Path]) -> bool:
     if isinstance(q, SwitchMode):
         return rule.specifier is None or rule.specifier == q.mode
     return rule_matches_request(rule, q, roots)
+
+
+def _rule_reason(
+    rule: Rule,
+    verdict: str,
+    unreadable: Sequence[str],
+    requests: Sequence[PermissionRequest],
+    roots: Sequence[Path],
+) -> str:
+    """Why a rule decided: plainly, or, when only an unreadable line made it match, why."""
+    reason = f"the rule `{rule.text}` {verdict}"
+    if not unreadable or rule.specifier is None or _matches_literally(rule, requests, roots):
+        return reason
+    return (
+        f"{reason}: no rule can tell which commands this line runs ({unreadable[0]}), so it "
+        "counts as matching every deny and ask rule; write the command names and the values "
+        "they depend on out literally, without variables, substitutions or eval"
+    )
+
+
+def _matches_literally(
+    rule: Rule, requests: Sequence[PermissionRequest], roots: Sequence[Path]
+) -> bool:
+    """Does the rule match a command the line shows (not only because it hides some)?"""
+    for q in requests:
+        if isinstance(q, RunCommand) and not q.commands:
+            parsed = parse_command(q.command)
+            seen = (*parsed.commands, *parsed.hidden)
+            if any(rule.matches_command(c) for c in seen):
+                return True
+        elif _matches(rule, q, roots):
+            return True
+    return False
 
 
 def _only_switches(requests: Sequence[PermissionRequest]) -> bool:

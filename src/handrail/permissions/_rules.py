@@ -24,7 +24,7 @@ from .._contract import FetchUrl, PermissionRequest, ReadPath, RunCommand, Write
 from ..errors import ConfigurationError
 from ._shell import parse_command
 
-__all__ = ["Rule", "parse_rule", "rule_matches_request"]
+__all__ = ["Rule", "parse_rule", "rule_matches_request", "unreadable_reasons"]
 
 _RULE_RE = re.compile(r"^\s*([A-Za-z0-9_-]{1,64})\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
@@ -142,19 +142,34 @@ def _commands_seen_by_any_match(request: RunCommand) -> tuple[str, ...]:
     return (*parsed.commands, *parsed.hidden) or (request.command,)
 
 
+def unreadable_reasons(request: PermissionRequest) -> tuple[str, ...]:
+    """Why no rule can tell which commands a shell request runs; empty when a rule can.
+
+    A line whose command name is not literal text (`$c x`, `{rm,x}`, `$(echo rm) x`) or that
+    runs code the parser cannot read (`eval "$x"`, `source f`, an expansion it did not parse)
+    could run any command at all (`ShellCommand.dynamic`).
+    """
+    if not isinstance(request, RunCommand) or request.commands:
+        return ()
+    return parse_command(request.command).dynamic_reasons
+
+
 def rule_matches_request(rule: Rule, request: PermissionRequest, roots: Sequence[Path]) -> bool:
     """Does the rule match this request?
 
     For a shell command: does it match any simple command, or any command the line runs
-    indirectly (behind `xargs`, `timeout`, `env`, `sudo`, `find -exec`, in `bash -c`)? That
-    is the test for deny and ask rules; an allow rule must cover every simple command (see
-    `simple_commands`), and the policy checks that one command at a time.
+    indirectly (behind `xargs`, `timeout`, `env`, `sudo`, `find -exec`, in `bash -c`)? A line
+    no rule can read (`unreadable_reasons`) matches every command rule. That is the test for
+    deny and ask rules; an allow rule must cover every simple command (see `simple_commands`,
+    which never lets one cover such a line), and the policy checks that one command at a time.
     """
     if rule.specifier is None:
         return True
     if isinstance(request, RunCommand):
         if rule.specifier.startswith("domain:"):
             return False
+        if unreadable_reasons(request):
+            return True
         return any(rule.matches_command(c) for c in _commands_seen_by_any_match(request))
     if isinstance(request, ReadPath | WritePath):
         return rule.matches_path(request.path, roots)

@@ -2,18 +2,22 @@
 
 `parse_command(line)` splits a line into the simple commands a permission rule is matched
 against, says whether anything in the line escapes such a rule (`opaque`: substitutions,
-subshells, `eval`, `bash -c`, output redirection, a dynamic command name, a parse error), and
-whether the whole line is read-only (every simple command on a flag-validated read-only list,
-nothing opaque). Read-only lines are concurrency-safe and allowed in plan mode.
+subshells, `eval`, `bash -c`, output redirection, a dynamic command name, a parse error),
+whether no rule can tell what it runs at all (`dynamic`: `$c x`, `eval "$x"`, an expansion the
+parser did not read), and whether the whole line is read-only (every simple command on a
+flag-validated read-only list, nothing opaque). Read-only lines are concurrency-safe and
+allowed in plan mode.
 
 Invariants: anything the parser does not understand counts against the line (opaque, not
-read-only), never for it; `read_only` implies `not opaque`. Commands a line runs indirectly
-(behind `xargs`, `timeout`, `env`, `sudo`, `find -exec`, inside `bash -c '...'`, `eval` or a
-substitution) are listed in `hidden` so deny and ask rules can see them.
+read-only, and dynamic where what runs is unknown), never for it; `read_only` implies `not
+opaque`, and `dynamic` implies `opaque`. Commands a line runs indirectly (behind `xargs`,
+`timeout`, `env`, `sudo`, `find -exec`, inside `bash -c '...'`, `eval` or a substitution) are
+listed in `hidden` so deny and ask rules can see them.
 
 The work is shared out: `_shell_walk` walks the syntax tree, `_shell_words` turns word nodes
-into argv entries, `_shell_wrappers` sees through `xargs`, `sudo`, `bash -c` and the like, and
-`_shell_readonly` (with `_shell_sed`) holds the read-only list and its flag checks.
+into argv entries, `_shell_reveal` (with `_shell_wrappers`) sees through `xargs`, `sudo`,
+`bash -c`, `git -c` and the like, and `_shell_readonly` (with `_shell_sed`) holds the
+read-only list and its flag checks.
 """
 
 from __future__ import annotations
@@ -52,6 +56,15 @@ class ShellCommand:
     """True when a prefix rule cannot see everything the line does; no allow rule covers it."""
     reasons: tuple[str, ...] = ()
     """Why the line is opaque, e.g. `command substitution`, `output redirection to out.txt`."""
+    dynamic: bool = False
+    """True when no rule can tell which commands the line runs: a command name that is not
+    literal text (`$c x`, `{rm,x}`, `r? x`, `$(echo rm) x`), or code the parser cannot read
+    (an expansion it did not parse, arithmetic that can run array subscripts, `eval $x`,
+    `bash -c "$x"`, `source file`, a wrapper option it does not understand). Every deny and
+    ask rule matches such a line; implies `opaque`."""
+    dynamic_reasons: tuple[str, ...] = ()
+    """Why the line is dynamic (a subset of `reasons`), e.g. `variable expansion in the
+    command name`."""
     read_only: bool = False
     """True when every simple command is on the read-only list and nothing is opaque."""
 
@@ -82,5 +95,7 @@ def _analyse(line: str) -> ShellCommand:
         hidden=walk.hidden_commands(),
         opaque=bool(walk.reasons),
         reasons=tuple(walk.reasons),
+        dynamic=bool(walk.dynamic),
+        dynamic_reasons=tuple(walk.dynamic),
         read_only=walk.read_only and not walk.reasons,
     )

@@ -1,10 +1,12 @@
 """The read-only list: commands that only read, each with a check of its flags.
 
 A command line is read-only (safe to run concurrently, and allowed in plan mode) only when its
-command is on this list and its arguments pass the command's check: `sort -o`, `find -delete`,
-`sed -i`, `git branch NAME` and `tail -f` are refused, and so is any argument whose value is not
-known (`$x` could smuggle in any flag). A wrapper on the list (`timeout`, `env`, `nice`...) is
-read-only exactly when the command it runs is.
+command is on this list and its arguments pass the command's check: options that write a file
+(`sort -o`, `find -fprint`, `git log --output`), run a program (`rg --pre`, `rg -z`, `sort
+--compress-program`, `git log --show-signature`) or never end (`tail -f`, `sleep infinity`)
+are refused, and so is any argument whose value is not known (`$x` could smuggle in any flag).
+A wrapper on the list (`timeout`, `env`, `nice`...) is read-only exactly when it understands
+every option given (`time -o FILE` writes FILE) and the command it runs is read-only.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from ._shell_sed import sed_prints_only
-from ._shell_wrappers import ASSIGNMENT, MAX_DEPTH, READ_WRAPPERS, unwrap
+from ._shell_wrappers import MAX_DEPTH, READ_WRAPPERS, unwrap
 
-__all__ = ["read_only_argv", "safe_env_name"]
+__all__ = ["READ_ONLY_COMMANDS", "read_only_argv", "safe_env_name"]
 
 _Validator = Callable[[list[str | None]], bool]
 
@@ -50,21 +52,26 @@ def read_only_argv(argv: Sequence[str | None], names: set[str], depth: int = 0) 
     if name not in READ_WRAPPERS or any(a is None for a in args):
         return False
     known = [a for a in args if a is not None]
-    if name == "env":
-        if any(a.startswith(("-S", "--split-string")) for a in known):
-            return False
-        variables = [a.split("=", 1)[0] for a in known if ASSIGNMENT.match(a)]
-        if not all(safe_env_name(n) for n in variables):
-            return False
     inner = unwrap(name, known)
-    if name == "env" and any(a.startswith("-") for a in known[: len(known) - len(inner or ())]):
-        # `-i`, `-u NAME`, `-C DIR` change where and with what the command runs (they can drop
-        # the variables that keep git from running a repository's programs).
+    # An option it does not understand may take a value (`time -o FILE`) or run something.
+    if not inner.certain or inner.script is not None:
         return False
-    if inner is None:
+    if name == "env" and (
+        inner.options.given or not all(_safe_assignment(a) for a in inner.assignments)
+    ):
+        # `-i`, `-u NAME`, `-C DIR`, `-S` change where and with what the command runs (they
+        # can drop the variables that keep git from running a repository's programs).
+        return False
+    if name == "time" and any(o != "-p" for o, *_ in inner.options.given):
+        return False  # `-o FILE` is GNU time's (`\time`, `command time`): it writes FILE
+    if not inner.argv:
         return True
-    names.add(inner[0])
-    return read_only_argv(inner, names, depth + 1)
+    names.add(inner.argv[0])
+    return read_only_argv(inner.argv, names, depth + 1)
+
+
+def _safe_assignment(word: str) -> bool:
+    return safe_env_name(word.partition("=")[0])
 
 
 # -- the checks ----------------------------------------------------------------------------
@@ -169,6 +176,11 @@ def _date(args: list[str]) -> bool:
     return True
 
 
+def _finite(args: list[str]) -> bool:
+    # `sleep infinity` and `seq inf` never end.
+    return not any("inf" in a.lower() for a in args)
+
+
 def _printf(args: list[str | None]) -> bool:
     # `printf -v 'a[$(cmd)]'` evaluates the subscript; everything else only prints.
     return not args or (args[0] is not None and not args[0].startswith("-"))
@@ -199,8 +211,10 @@ _GIT_READ = frozenset(
     " rev-list cat-file show-ref merge-base for-each-ref diff-tree diff-files diff-index"
     " count-objects whatchanged name-rev check-ignore check-attr version".split()
 )
-# Options of read sub-commands that write a file or run a program.
-_GIT_BAD_LONG = ("output", "ext-diff", "open-files-in-pager", "exec")
+# Options of read sub-commands that write a file or run a program (`--show-signature` and
+# the `%G` formats run gpg).
+_GIT_BAD_LONG = ("output", "ext-diff", "open-files-in-pager", "exec", "show-signature")
+_GIT_SIGNATURE = re.compile(r"%G|%\(signature")
 
 
 def _git(args: list[str]) -> bool:
@@ -215,6 +229,8 @@ def _git(args: list[str]) -> bool:
         return True
     sub, rest = args[i], args[i + 1 :]
     if any(_long_hit(a, _GIT_BAD_LONG) or a.startswith("-O") for a in rest):
+        return False
+    if any(_GIT_SIGNATURE.search(a) for a in rest):
         return False
     if sub in _GIT_READ:
         return True
@@ -296,8 +312,8 @@ def _git_config(args: list[str]) -> bool:
 _READ_ONLY: dict[str, _Validator] = {
     **dict.fromkeys(
         "ls cat head wc grep egrep fgrep pwd echo true false : which type stat du df basename"
-        " dirname realpath readlink cut tr diff cmp comm nl tac rev seq uname whoami id printenv"
-        " sleep cd nproc groups".split(),
+        " dirname realpath readlink cut tr diff cmp comm nl tac rev uname whoami id printenv"
+        " cd nproc groups".split(),
         _any,
     ),
     "printf": _printf,
@@ -306,13 +322,24 @@ _READ_ONLY: dict[str, _Validator] = {
     "tail": _static(_tail),
     "uniq": _static(_uniq),
     "date": _static(_date),
-    "sort": _none_of("o", ("output", "compress-program"), takes_value="ktST"),
-    "file": _none_of("C", ("compile",), takes_value="mfFeP"),
+    # `-T DIR` writes temporary files there; a compress program is run.
+    "sort": _none_of(
+        "oT", ("output", "compress-program", "temporary-directory"), takes_value="kSt"
+    ),
+    # `-z` runs decompressors (gzip, xz...) found on PATH; `-C` writes a magic file.
+    "file": _none_of("CzZ", ("compile", "uncompress", "uncompress-noreport"), "mfFeP"),
     "tree": _none_of("oR", ("output",), takes_value="LPIHT"),
     "jq": _none_of("fL", ("from-file", "library-path")),
-    "rg": _none_of(longs=("pre", "pre-glob", "hostname-bin")),
+    # `--pre` and `--hostname-bin` run a program, `-z` decompressors found on PATH.
+    "rg": _none_of(
+        "z", ("pre", "pre-glob", "hostname-bin", "search-zip"), takes_value="ABCEMdefgjmrtT"
+    ),
+    "sleep": _static(_finite),
+    "seq": _static(_finite),
     "find": _static(_find),
     "sed": _static(sed_prints_only),
     "git": _static(_git),
 }
 """Commands that only read, each with a check of its arguments."""
+READ_ONLY_COMMANDS = frozenset(_READ_ONLY)
+"""The names on the read-only list (wrappers, `READ_WRAPPERS`, are read-only by what they run)."""

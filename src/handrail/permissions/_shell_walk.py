@@ -1,4 +1,4 @@
-"""The walk over a tree-sitter-bash syntax tree: simple commands, hidden commands, opacity.
+r"""The walk over a tree-sitter-bash syntax tree: simple commands, hidden commands, opacity.
 
 `walk_line` parses a line and visits every node once, with an explicit stack (so 10,000
 `&&`s or nested `$(...)`s cannot exhaust Python's stack). Each simple command is recorded as
@@ -6,41 +6,140 @@ normalised text and argv; each construct a prefix rule cannot see through (subst
 subshells, output redirections, arithmetic on variables, `eval`, `bash -c`...) adds a reason;
 commands run indirectly are collected for deny and ask rules; and anything off the read-only
 list clears `read_only`.
+
+Where what runs is decided by something no rule can read (a command name that is not literal
+text, an expansion tree-sitter left unparsed, arithmetic that can run array subscripts, `eval
+$x`, `source`), the line is also *unreadable* (`Walker.dynamic`): deny and ask rules treat it
+as matching.
+
+Tree-sitter and bash do not read every line alike, so the walk checks the tree against bash's
+rules where they differ: carriage returns and form feeds are word characters, backslash-newline
+is removed before anything else is read (`$\<newline>(cmd)` is a substitution), `$'\\'`
+ends at its second quote, and text tree-sitter left as a plain word but bash expands
+(`${x:-`cmd`}`) makes the line unreadable.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ._shell_readonly import read_only_argv, safe_env_name
-from ._shell_words import Word, assignment, group_words, node_text, render
-from ._shell_wrappers import MAX_DEPTH, SHELLS, WRAPPERS, shell_script, unwrap
+from ._shell_reveal import BUDGET, Revealer
+from ._shell_words import Word, assignment, group_words, node_text
+from ._shell_wrappers import MAX_DEPTH
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-__all__ = ["Walker", "walk_line"]
+__all__ = ["Walker", "bash_tree", "syntax_tree", "walk_line"]
 
 
-def walk_line(line: str, depth: int) -> Walker:
-    """Parse `line` and walk its tree; `depth` counts the nested shells (`bash -c`) around it."""
-    src = line.encode("utf-8", "surrogatepass")
-    root = _parser().parse(src).root_node
-    walker = Walker(src, depth)
+def walk_line(line: str, depth: int, budget: list[int] | None = None) -> Walker:
+    """Parse `line` and walk its tree; `depth` counts the nested shells (`bash -c`) around it.
+
+    `budget` is shared by the nested shells of one line (see `Revealer.spend`).
+    """
+    src, root = bash_tree(line.encode("utf-8", "surrogatepass"))
+    walker = Walker(src, depth, [BUDGET] if budget is None else budget)
     if "\x00" in line:
-        walker.reason("NUL byte")
+        walker.unreadable("NUL byte")
     if root.has_error:
-        walker.reason("parse error")
         # Belt and braces for deny rules: the naive split of a line the grammar rejects.
-        walker.hide(_naive_split(line))
+        walker.misparsed()
     walker.walk(root)
     if "git" in walker.names and walker.names & {"cd", "pushd", "popd"}:
         # `cd repo && git status` runs that repository's configured programs (fsmonitor).
         walker.read_only = False
     return walker
+
+
+_NOT_BLANKS = bytes.maketrans(b"\r\v\f", b"\x01\x01\x01")
+_ESCAPED_BLANK = re.compile(rb"(\\+)([ \t])")
+
+
+def _word_blank(m: re.Match[bytes]) -> bytes:
+    slashes = m.group(1)
+    return slashes[:-1] + b"\x01\x01" if len(slashes) % 2 else m.group()
+
+
+def syntax_tree(src: bytes) -> Node:
+    r"""The root of the tree-sitter-bash syntax tree of `src` (byte offsets into `src`).
+
+    Tree-sitter separates words at a carriage return, vertical tab or form feed, and at an
+    escaped blank (`\ `); bash does not (`ls \r#; rm x` and `echo \ #; rm x` run `rm`). The
+    parser is given control characters that both read as part of a word in their place (as
+    many bytes), so the tree's words are bash's; their text is read from `src`.
+    """
+    return _parser().parse(_ESCAPED_BLANK.sub(_word_blank, src.translate(_NOT_BLANKS))).root_node
+
+
+def bash_tree(src: bytes) -> tuple[bytes, Node]:
+    """The line as bash reads it (backslash-newlines removed) and its syntax tree."""
+    root = syntax_tree(src)
+    for _ in range(4):
+        joined = _join_continuations(src, root)
+        if joined is None:
+            break
+        src, root = joined, syntax_tree(joined)
+    return src, root
+
+
+_KEEPS_CONTINUATIONS = frozenset({"raw_string", "ansi_c_string", "comment"})
+
+
+def _join_continuations(src: bytes, root: Node) -> bytes | None:
+    """`src` without the backslash-newlines bash removes (None if there are none).
+
+    Bash removes them before it reads anything else, except inside single quotes, `$'...'`,
+    comments and quoted here-documents.
+    """
+    if b"\\\n" not in src:
+        return None
+    kept: list[tuple[int, int]] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type in _KEEPS_CONTINUATIONS or (
+            node.type == "heredoc_body" and node.id in _quoted_bodies(src, node)
+        ):
+            kept.append((node.start_byte, node.end_byte))
+            continue
+        stack.extend(node.children)
+    cut: list[int] = []
+    at = src.find(b"\\\n")
+    while at >= 0:
+        run = at
+        while run > 0 and src[run - 1] == 0x5C:
+            run -= 1
+        # An odd run of backslashes ends in one that escapes the newline.
+        if (at - run) % 2 == 0 and not any(a <= at < b for a, b in kept):
+            cut.append(at)
+        at = src.find(b"\\\n", at + 1)
+    if not cut:
+        return None
+    pieces: list[bytes] = []
+    prev = 0
+    for at in cut:
+        pieces.append(src[prev:at])
+        prev = at + 2
+    pieces.append(src[prev:])
+    return b"".join(pieces)
+
+
+def _quoted_bodies(src: bytes, body: Node) -> set[int]:
+    """The body node's id when its here-document's delimiter is quoted (no expansions)."""
+    parent = body.parent
+    start = (
+        next((c for c in parent.children if c.type == "heredoc_start"), None) if parent else None
+    )
+    if start is None or any(
+        q in src[start.start_byte : start.end_byte] for q in (b"'", b'"', b"\\")
+    ):
+        return {body.id}
+    return set()
 
 
 class _ThreadParser(threading.local):
@@ -76,50 +175,107 @@ def _naive_split(line: str) -> Iterable[str]:
             yield " ".join(words)
 
 
+# -- text tree-sitter did not parse ------------------------------------------------------
+
+_UNPARSED_BARE = re.compile(r"\\.|`|\$[({\[]|[<>]\(", re.DOTALL)
+_UNPARSED_QUOTED = re.compile(r"\\.|`|\$[({\[]", re.DOTALL)
+_LITERAL_LEAVES = frozenset(
+    "raw_string ansi_c_string comment heredoc_start heredoc_end file_descriptor test_operator"
+    " special_variable_name variable_name".split()
+)
+_QUOTED_LEAVES = frozenset({"string_content", "heredoc_content", "heredoc_body"})
+_NOT_PARSED = "an expansion the parser did not read"
+
+
+def _unparsed(text: str, quoted: bool) -> bool:
+    """Is there a substitution or expansion in this leaf's text (tree-sitter saw none)?"""
+    pattern = _UNPARSED_QUOTED if quoted else _UNPARSED_BARE
+    return any(not m.group().startswith("\\") for m in pattern.finditer(text))
+
+
+def _in_double_quotes(node: Node, limit: int = 64) -> bool:
+    """Is `node` inside a double-quoted string (or too deep to tell)?
+
+    A substitution starts afresh: `"$(echo 'x')"` has its single quotes.
+    """
+    parent = node.parent
+    for _ in range(limit):
+        if parent is None or parent.type in ("command_substitution", "process_substitution"):
+            return False
+        if parent.type == "string":
+            return True
+        parent = parent.parent
+    return True
+
+
+def _quote_end_ok(kind: str, text: str) -> bool:
+    """Does bash end this quoted string where tree-sitter does?"""
+    if kind == "raw_string":
+        return text.endswith("'") and "'" not in text[1:-1]
+    i = 2  # after `$'`; a backslash escapes the next character, even another backslash
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+        elif text[i] == "'":
+            return i == len(text) - 1
+        else:
+            i += 1
+    return False
+
+
 # -- the walk -------------------------------------------------------------------------------
 
 _DUP_TARGET = re.compile(r"\d+-?|-")
 _SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _DECLARE_OK = frozenset({"export", "local", "readonly", "declare", "typeset"})
+_TYPED = frozenset({"local", "declare", "typeset"})
+"""Where `-i` (integer: every later value is arithmetic) and `-n` (a name reference) mean so."""
 _ARITHMETIC = "arithmetic on a variable"
 """Bash evaluates a variable's value as an expression there, and `a[$(cmd)]` in that value
 runs cmd: what runs depends on data a rule never sees."""
-_SUBSCRIPT_BUILTINS = frozenset(
-    "printf read unset declare typeset local export readonly test [ let mapfile readarray wait"
-    " getopts".split()
-)
-"""Builtins that evaluate an array subscript written in a (even quoted) argument."""
+_LITERAL_INDEX = re.compile(r"\d+|@|\*")
+_BACKQUOTE_ESCAPE = re.compile(r"\\([\\`$])")
+_BACKQUOTE_DQ_ESCAPE = re.compile(r'\\([\\`$"])')
+_NAME_BUILTINS = frozenset("read unset mapfile readarray wait getopts export".split())
+"""Builtins whose arguments name variables: `a[i]` evaluates its subscript `i`."""
 _LEAF_KINDS = frozenset(
     "word number raw_string ansi_c_string string_content variable_name comment heredoc_content"
-    " heredoc_start heredoc_end file_descriptor test_operator special_variable_name".split()
+    " heredoc_start heredoc_end file_descriptor test_operator special_variable_name regex"
+    " extglob_pattern".split()
 )
 _Handler = Callable[["Walker", "Node", bool, bool], "tuple[bool, bool] | None"]
 
 
-class Walker:
+class Walker(Revealer):
     """A walk over one line's syntax tree, and what it found.
 
     Attributes:
-        src: The line, UTF-8 encoded (tree-sitter works in byte offsets).
+        src: The line as bash reads it, UTF-8 encoded (tree-sitter works in byte offsets).
         depth: How many nested shells (`bash -c`, `eval`) the line is inside.
         commands: The simple commands run directly, as normalised text.
         words: The argv of each of `commands`.
         hidden: Commands run indirectly, in the order found, repeats included.
         reasons: Why the line is opaque, each once; empty when it is not.
+        dynamic: Why no rule can tell what the line runs, each once (a subset of `reasons`).
         read_only: False once anything is found that is not read-only.
         names: The command names seen, through wrappers and nested shells too.
+        budget: What is left of the line's budget of revealed commands (shared when nested).
     """
 
-    def __init__(self, src: bytes, depth: int) -> None:
+    def __init__(self, src: bytes, depth: int, budget: list[int]) -> None:
         self.src = src
         self.depth = depth
         self.commands: list[str] = []
         self.words: list[tuple[str, ...]] = []
         self.hidden: list[str] = []
         self.reasons: list[str] = []
+        self.dynamic: list[str] = []
         self.read_only = True
         self.names: set[str] = set()
+        self.budget = budget
+        self.literal: set[int] = set()
+        """Ids of nodes whose text bash takes literally (quoted here-document bodies)."""
 
     def hidden_commands(self) -> tuple[str, ...]:
         """The commands run indirectly, each once, leaving out those run directly."""
@@ -130,6 +286,12 @@ class Walker:
         """Mark the line opaque, for this reason (each reason is kept once)."""
         if why not in self.reasons:
             self.reasons.append(why)
+
+    def unreadable(self, why: str) -> None:
+        """Mark the line opaque and unreadable: no rule can tell what it runs."""
+        self.reason(why)
+        if why not in self.dynamic:
+            self.dynamic.append(why)
 
     def hide(self, commands: Iterable[str]) -> None:
         """Record commands the line runs indirectly."""
@@ -157,8 +319,25 @@ class Walker:
                 kind = child.type
                 if kind == "&":
                     self.read_only = False  # a background job outlives the call
-                elif child.is_named and kind not in _LEAF_KINDS:
+                elif not child.is_named or child.id in self.literal:
+                    continue
+                elif child.child_count == 0:
+                    self.check_leaf(child)
+                if child.is_named and kind not in _LEAF_KINDS:
                     stack.append((child, inner, part))
+
+    def check_leaf(self, leaf: Node) -> None:
+        """Fail closed on text bash would read differently from tree-sitter."""
+        kind = leaf.type
+        if kind in ("raw_string", "ansi_c_string"):
+            if _in_double_quotes(leaf):
+                # `"${x:-'`cmd`'}"`: inside double quotes these quotes quote nothing.
+                if _unparsed(self.text(leaf), quoted=True):
+                    self.unreadable(_NOT_PARSED)
+            elif not _quote_end_ok(kind, self.text(leaf)):
+                self.unreadable("parse error")  # `$'\\'`: bash's string ends earlier
+        elif kind not in _LITERAL_LEAVES and _unparsed(self.text(leaf), kind in _QUOTED_LEAVES):
+            self.unreadable(_NOT_PARSED)
 
     # -- node handlers: return the flags for the children, or None to skip them
 
@@ -169,9 +348,12 @@ class Walker:
     def on_assignments(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
         if not part:
             nodes = node.children if node.type == "variable_assignments" else [node]
-            pairs = [assignment(self.src, n) for n in nodes if n.type == "variable_assignment"]
+            nodes = [n for n in nodes if n.type == "variable_assignment"]
+            pairs = [assignment(self.src, n) for n in nodes]
             if not all(safe_env_name(name) for name, _ in pairs):
                 self.read_only = False
+            for n in nodes:
+                self.check_variable(n)
             self.emit(" ".join(t for _, t in pairs), (), inner)
         return inner, True
 
@@ -187,6 +369,7 @@ class Walker:
                 name, text = assignment(self.src, child)
                 ok = ok and safe_env_name(name) and "[" not in name
                 pieces.append(text)
+                self.check_variable(child)
             else:
                 w = group_words(self.src, [child])[0]
                 value = w.static
@@ -194,7 +377,7 @@ class Walker:
                 ok = ok and value is not None and "[" not in value
                 ok = ok and value is not None and (not value.startswith("-") or value == "-p")
                 pieces.append(w.text)
-                self.check_subscript(keyword, w)
+                self.check_declaration_word(keyword, w)
         if keyword not in _DECLARE_OK and keyword != "unset":
             ok = False
         if not ok:
@@ -213,11 +396,11 @@ class Walker:
                 parent = n.parent
                 operands = [c for c in (parent.named_children if parent else ()) if c != n]
                 if op in _ARITH_TESTS and any(c.type != "number" for c in operands):
-                    self.reason(_ARITHMETIC)  # `[[ $x -eq 1 ]]` evaluates $x
+                    self.unreadable(_ARITHMETIC)  # `[[ $x -eq 1 ]]` evaluates $x
                 elif op in ("-v", "-R") and any(
                     "[" in self.text(c) or c.type != "word" for c in operands
                 ):
-                    self.reason(_ARITHMETIC)
+                    self.unreadable(_ARITHMETIC)
             stack.extend(n.children)
         return inner, True
 
@@ -227,12 +410,22 @@ class Walker:
             self.emit(" ".join(words), words, inner)
             self.read_only = False
             if not self.literal_arithmetic(node):
-                self.reason(_ARITHMETIC)
+                self.unreadable(_ARITHMETIC)
             return inner, True
         return inner, part
 
-    def on_substitution(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
+    def on_substitution(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool] | None:
         self.reason(node.type.replace("_", " "))
+        text = self.text(node)
+        if text.startswith("`") and text.endswith("`") and len(text) > 1:
+            # Inside backquotes bash first turns `\``, `\$` and `\\` (and `\"` in double
+            # quotes) into the plain character: `\`cmd\`` is a nested substitution, which
+            # tree-sitter reads as words. Walk the script bash runs instead.
+            escaped = _BACKQUOTE_DQ_ESCAPE if _in_double_quotes(node) else _BACKQUOTE_ESCAPE
+            script = escaped.sub(r"\1", text[1:-1])
+            if script != text[1:-1]:
+                self.nested(script)
+                return None
         return True, False
 
     def on_subshell(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
@@ -264,35 +457,51 @@ class Walker:
         return inner, part
 
     def on_heredoc(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
-        start = next((c for c in node.children if c.type == "heredoc_start"), None)
-        if start is None or not any(q in self.text(start) for q in "'\"\\"):
-            for child in node.children:
-                # tree-sitter-bash leaves backquotes inside a here-document body unparsed.
-                if child.type == "heredoc_body" and "`" in self.text(child):
-                    self.reason("command substitution")
+        for child in node.children:
+            if child.type == "heredoc_body":
+                self.literal |= _quoted_bodies(self.src, child)
         return inner, part
 
     def on_expansion(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
-        ops = [self.text(c) for c in node.children if not c.is_named]
+        children = node.children
+        ops = [self.text(c) for c in children if not c.is_named]
+        if len(children) > 1 and self.text(children[1]) == "!":
+            # `${!x}` names the variable to expand by x's value, which may be `a[$(cmd)]`.
+            self.unreadable("indirect expansion (${!name})")
         if "@" in ops:
             self.read_only = False
             if "P" in ops:
-                self.reason("prompt expansion (${x@P})")  # runs `$(...)` found in the value
+                self.unreadable("prompt expansion (${x@P})")  # runs `$(...)` in the value
+        # `${x:offset:length}`: both are arithmetic, so a variable there runs subscripts.
+        after_colon = False
+        for c in children:
+            if not c.is_named:
+                after_colon = after_colon or self.text(c) == ":"
+            elif after_colon and c.type != "number":
+                self.unreadable(_ARITHMETIC)
         return inner, part
 
     def on_subscript(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
         index = node.child_by_field_name("index")
         if index is None or (index.type != "number" and self.text(index) not in ("@", "*")):
-            self.reason(_ARITHMETIC)
+            self.unreadable(_ARITHMETIC)
+        return inner, part
+
+    def on_array(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
+        for element in node.named_children:
+            text = self.text(element)
+            # `a=([i]=x)`: the index of an indexed array is arithmetic.
+            if text.startswith("[") and not _LITERAL_INDEX.fullmatch(text[1:].partition("]")[0]):
+                self.unreadable(_ARITHMETIC)
         return inner, part
 
     def on_arithmetic(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
         if not self.literal_arithmetic(node):
-            self.reason(_ARITHMETIC)
+            self.unreadable(_ARITHMETIC)
         return inner, part
 
     def on_c_for(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
-        self.reason(_ARITHMETIC)
+        self.unreadable(_ARITHMETIC)
         return inner, part
 
     def on_while(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
@@ -316,12 +525,67 @@ class Walker:
             stack.extend(n.children)
         return True
 
-    def check_subscript(self, name: str, word: Word) -> None:
-        # `printf -v 'a[$(cmd)]' x`, `unset 'a[$(cmd)]'`: quoting does not stop the
-        # evaluation of the subscript.
-        value = word.arg
-        if name in _SUBSCRIPT_BUILTINS and "[" in value and ("$" in value or "`" in value):
-            self.reason(_ARITHMETIC)
+    def check_variable(self, node: Node) -> None:
+        """An assignment: code-carrying variables are followed or make the line unreadable."""
+        name_node = node.child_by_field_name("name")
+        value_node = node.child_by_field_name("value")
+        if name_node is None or name_node.type != "variable_name":
+            return
+        word = group_words(self.src, [value_node])[0] if value_node is not None else None
+        value = word.static if word is not None else ""
+        self.variable(self.text(name_node), value or "", known=value is not None)
+
+    def check_declaration_word(self, keyword: str, word: Word) -> None:
+        """`declare -i`/`-n` make later values arithmetic; `declare 'a[i]'` evaluates i."""
+        value = word.static
+        if value is None:
+            self.unreadable("declaration with a word that is not literal")
+        elif value.startswith("-") and keyword in _TYPED and ("i" in value or "n" in value):
+            self.unreadable(_ARITHMETIC)
+        elif not _literal_subscripts(value):
+            self.unreadable(_ARITHMETIC)
+
+    def check_names(self, name: str, args: Sequence[Word]) -> None:
+        """Builtins that evaluate a subscript written in an argument (even a quoted one)."""
+        values = [w.arg for w in args]
+        if name == "let":
+            if any(not _LITERAL_LET.fullmatch(v) for v in values):
+                self.unreadable(_ARITHMETIC)
+            return
+        if name == "printf":
+            # Only `-v NAME` names a variable; the rest is a format and its arguments.
+            targets = [values[k + 1] for k, v in enumerate(values[:-1]) if v == "-v"]
+            targets += [v[2:] for v in values if v.startswith("-v") and len(v) > 2]
+        elif name in ("test", "["):
+            targets = [values[k + 1] for k, v in enumerate(values[:-1]) if v in ("-v", "-R")]
+        else:
+            targets = values
+        if any(not _literal_subscripts(t) for t in targets):
+            self.unreadable(_ARITHMETIC)
+
+    def check_gaps(self, node: Node) -> None:
+        """Between a command's parts there is only blank space.
+
+        Anything else means tree-sitter joined what bash keeps apart (`echo ==<newline>rm x`
+        is one command to tree-sitter, two to bash).
+        """
+        prev = node.start_byte
+        for child in node.children:
+            if self.src[prev : child.start_byte].strip(b" \t"):
+                self.misparsed()
+                return
+            prev = child.end_byte
+
+    def misparsed(self) -> None:
+        """Tree-sitter read the line differently from bash: fail closed, as on a parse error."""
+        if "parse error" not in self.dynamic:
+            self.unreadable("parse error")
+            self.hide(_naive_split(self.src.decode("utf-8", "replace")))
+
+    def on_simple_expansion(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
+        if not _SIMPLE_EXPANSION.fullmatch(self.text(node)):
+            self.misparsed()  # `>$ rm x`: tree-sitter reads `$ rm` as one expansion
+        return inner, part
 
     def emit(self, text: str, argv: tuple[str, ...], inner: bool) -> None:
         if inner:
@@ -337,13 +601,20 @@ class Walker:
             kind = child.type
             if kind == "variable_assignment":
                 pairs.append(assignment(self.src, child))
+                self.check_variable(child)
             elif kind == "command_name":
                 arg_nodes.extend(n for n in child.children if not n.is_missing)
             elif kind.endswith("redirect") or child.is_missing:
                 continue  # redirections are judged by the walk; `ls &&` is a parse error
             elif node.field_name_for_child(i) == "argument":
                 arg_nodes.append(child)
+        self.check_gaps(node)
         words = group_words(self.src, arg_nodes)
+        while words and (m := _UNDERSCORE_ASSIGNMENT.match(words[0].raw)):
+            # tree-sitter reads `_=x cmd` as a command named `_=x`; bash assigns `_`.
+            pairs.append(("_", words.pop(0).raw))
+            if not _literal_subscripts(m.group()):
+                self.unreadable(_ARITHMETIC)
         if not words and not pairs:
             return  # a bare redirection (`> file`); the walk judges the redirection itself
         argv = tuple(w.arg for w in words)
@@ -357,74 +628,54 @@ class Walker:
             self.hidden.append(plain)
         head = words[0]
         if head.value is None or head.expands:
-            self.reason(
-                "glob in the command name"
-                if head.value is not None
-                else "variable expansion in the command name"
-            )
+            self.unreadable(_dynamic_name(head))
             return
-        if head.value in _SUBSCRIPT_BUILTINS:
-            for w in words[1:]:
-                self.check_subscript(head.value, w)
-        if not read_only_argv([w.static for w in words], self.names):
+        if head.value in _NAME_BUILTINS or head.value in ("printf", "test", "[", "let"):
+            self.check_names(head.value, words[1:])
+        # A `~` word is known enough: it becomes one path, never an option or a command line.
+        known = [w.value if not w.expands else None for w in words]
+        if not read_only_argv(known, self.names):
             self.read_only = False
-        self.reveal(list(argv), 0)
-
-    def reveal(self, argv: list[str], depth: int) -> None:
-        """Record the commands `argv` runs indirectly, for deny and ask rules."""
-        name = argv[0].rpartition("/")[2]
-        self.names.add(name)
-        if name != argv[0] and name:
-            self.hidden.append(render([name, *argv[1:]]))
-        if depth > MAX_DEPTH:
-            self.reason("nesting too deep")
-            return
-        if name in SHELLS:
-            script = shell_script(argv[1:])
-            if script is not None:
-                self.reason(f"nested shell ({name} -c)")
-                self.nested(script)
-        elif name == "eval":
-            self.reason("eval")
-            self.nested(" ".join(argv[1:]))
-        elif name == "alias":
-            for definition in argv[1:]:
-                if "=" in definition:
-                    self.nested(definition.partition("=")[2])
-        elif name == "trap":
-            handler = next((a for a in argv[1:] if not a.startswith("-")), None)
-            if handler is not None and len(argv) > 2:
-                self.reason("trap handler")
-                self.nested(handler)
-        elif name in WRAPPERS:
-            inner = unwrap(name, argv[1:])
-            if inner:
-                self.hidden.append(render(inner))
-                self.reveal(inner, depth + 1)
-        elif name == "find":
-            i = 0
-            while i < len(argv):
-                if argv[i] in ("-exec", "-execdir", "-ok", "-okdir"):
-                    end = next(
-                        (k for k in range(i + 1, len(argv)) if argv[k] in (";", "+")), len(argv)
-                    )
-                    inner = argv[i + 1 : end]
-                    if inner:
-                        self.hidden.append(render(inner))
-                        self.reveal(inner, depth + 1)
-                    i = end
-                i += 1
+        self.reveal(list(argv), [k is not None for k in known], 0)
 
     def nested(self, script: str) -> None:
+        """Walk a script the line runs (`bash -c`, `eval`): its commands are hidden ones."""
         if self.depth >= MAX_DEPTH:
-            self.reason("nesting too deep")
+            self.unreadable("nesting too deep")
             return
-        sub = walk_line(script, self.depth + 1)
+        if not self.spend():
+            return
+        sub = walk_line(script, self.depth + 1, self.budget)
         for why in sub.reasons:
             self.reason(why)
+        for why in sub.dynamic:
+            self.unreadable(why)
         self.hidden.extend(sub.commands)
         self.hidden.extend(sub.hidden_commands())
         self.names.update(w[0] for w in sub.words if w)
+
+
+_SIMPLE_EXPANSION = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])")
+_UNDERSCORE_ASSIGNMENT = re.compile(r"_(\[[^\]]*\])?\+?=")
+_LITERAL_LET = re.compile(r"[\d\s+\-*/%()<>=!&|^~?:,]*")
+_SUBSCRIPT = re.compile(r"\[([^\]]*)\]")
+
+
+def _literal_subscripts(name: str) -> bool:
+    """Does every `[...]` in this (variable) name hold a literal index?"""
+    return all(_LITERAL_INDEX.fullmatch(m.group(1)) for m in _SUBSCRIPT.finditer(name)) and (
+        name.count("[") == len(_SUBSCRIPT.findall(name))
+    )
+
+
+def _dynamic_name(head: Word) -> str:
+    """Why a command name is not literal, as a reason."""
+    raw = head.raw.lstrip("\"'")
+    if head.value is not None:
+        return "brace expansion in the command name" if "{" in raw else "glob in the command name"
+    if raw.startswith(("$(", "`")):
+        return "command substitution in the command name"
+    return "variable expansion in the command name"
 
 
 _HANDLERS: dict[str, _Handler] = {
@@ -442,7 +693,9 @@ _HANDLERS: dict[str, _Handler] = {
     "herestring_redirect": Walker.on_herestring,
     "heredoc_redirect": Walker.on_heredoc,
     "expansion": Walker.on_expansion,
+    "simple_expansion": Walker.on_simple_expansion,
     "subscript": Walker.on_subscript,
+    "array": Walker.on_array,
     "arithmetic_expansion": Walker.on_arithmetic,
     "c_style_for_statement": Walker.on_c_for,
     "while_statement": Walker.on_while,

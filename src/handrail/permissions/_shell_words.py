@@ -21,6 +21,10 @@ __all__ = ["Word", "assignment", "group_words", "node_text", "render"]
 _SAFE_WORD = re.compile(r"[\w@%+=:,./-][\w@%+=:,./~^-]*")
 _DQ_ESCAPE = re.compile(r"\\([$`\"\\\n])")
 _ANSI_SIMPLE = dict(zip("abeEfnrtv\\'\"?", "\a\b\x1b\x1b\f\n\r\t\v\\'\"?", strict=True))
+_HEX1 = re.compile(r"[0-9A-Fa-f]")
+_HEX2 = re.compile(r"[0-9A-Fa-f]{1,2}")
+_OCTAL2 = re.compile(r"[0-7]{0,2}")
+_ASSIGNMENT_LIKE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 
 
 @dataclass(slots=True)
@@ -34,7 +38,8 @@ class Word:
     expands: bool = False
     """Globs or braces: the shell may turn it into other words."""
     tilde: bool = False
-    """Starts with an unquoted `~` (a home directory: never an option, but not literal)."""
+    """Has an unquoted `~` the shell may expand (at the start, or after `=` or `:` in an
+    assignment-like `NAME=...` word): a home directory, never an option, but not literal."""
 
     @property
     def text(self) -> str:
@@ -51,7 +56,7 @@ class Word:
     @property
     def static(self) -> str | None:
         """The value when it is known and the shell will not expand it further."""
-        return None if self.expands else self.value
+        return None if self.expands or self.tilde else self.value
 
 
 def _quote(value: str) -> str:
@@ -81,38 +86,55 @@ def _unquote_bare(text: str) -> tuple[str, bool]:
     return "".join(out), expands
 
 
-def _ansi_c(body: str) -> str:
-    out: list[str] = []
+def _ansi_c(body: str) -> str | None:
+    r"""The value of `$'body'` as bash gives it, or None where that is not certain.
+
+    `\xHH` and octal escapes are bytes (the result must be valid UTF-8); `\u` and `\U`
+    depend on the locale, and a NUL ends the string in bash: neither is static.
+    """
+    out = bytearray()
     i, n = 0, len(body)
     while i < n:
         c = body[i]
         if c != "\\" or i + 1 >= n:
-            out.append(c)
+            out += c.encode("utf-8", "surrogatepass")
             i += 1
             continue
         e = body[i + 1]
         i += 2
         if e in _ANSI_SIMPLE:
-            out.append(_ANSI_SIMPLE[e])
-        elif e in "xuU":
-            width = {"x": 2, "u": 4, "U": 8}[e]
-            m = re.match(rf"[0-9A-Fa-f]{{1,{width}}}", body[i:])
+            out += _ANSI_SIMPLE[e].encode()
+        elif e == "x":
+            m = _HEX2.match(body, i)
             if m is None:
-                out.append("\\" + e)
+                out += b"\\x"
             else:
-                out.append(chr(min(int(m.group(), 16), 0x10FFFF)))
-                i += m.end()
+                out.append(int(m.group(), 16))
+                i = m.end()
+        elif e in "uU":
+            if _HEX1.match(body, i):
+                return None  # UTF-8 in a UTF-8 locale, `\\u263A` in the C locale
+            out += b"\\" + e.encode()
         elif e in "01234567":
-            m = re.match(r"[0-7]{0,2}", body[i:])
+            m = _OCTAL2.match(body, i)
             digits = e + (m.group() if m else "")
-            out.append(chr(int(digits, 8) & 0xFF))
+            out.append(int(digits, 8) & 0xFF)
             i += len(digits) - 1
         elif e == "c" and i < n:
-            out.append(chr(ord(body[i]) & 0x1F))
-            i += 1
+            # A control character; `\\c\\\\` takes both backslashes, `\\c?` is DEL.
+            k = body[i]
+            if not k.isascii():
+                return None  # bash takes one byte of a multi-byte character
+            i += 2 if body.startswith("\\\\", i) else 1
+            out.append(0x7F if k == "?" else ord(k.upper()) & 0x1F)
         else:
-            out.append("\\" + e)
-    return "".join(out)
+            out += ("\\" + e).encode("utf-8", "surrogatepass")
+    if 0 in out:
+        return None
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # bytes that are not text: no rule names them
 
 
 def _dq_unescape(m: re.Match[str]) -> str:
@@ -158,7 +180,7 @@ def assignment(src: bytes, node: Node) -> tuple[str, str]:
 def _word(src: bytes, nodes: Sequence[Node]) -> Word:
     if len(nodes) == 1 and nodes[0].type == "word":
         raw = node_text(src, nodes[0])
-        if _SAFE_WORD.fullmatch(raw):
+        if _SAFE_WORD.fullmatch(raw) and "~" not in raw:
             return Word(value=raw, raw=raw)  # the common case: a plain word
     parts: list[Node] = []
     for n in nodes:
@@ -194,6 +216,8 @@ def _word(src: bytes, nodes: Sequence[Node]) -> Word:
     joined = "".join(bare)
     if "{" in joined and ("," in joined or ".." in joined):
         expands = True
-    raw = "".join(node_text(src, n) for n in nodes)
+    if "~" in joined and bare and _ASSIGNMENT_LIKE.match(bare[0]):
+        tilde = True  # bash expands `a=~/x` and `a=b:~/x` in arguments too
+    raw = src[nodes[0].start_byte : nodes[-1].end_byte].decode("utf-8", "replace")
     value = None if dynamic else "".join(values)
     return Word(value=value, raw=raw, expands=expands, tilde=tilde)
