@@ -144,7 +144,8 @@ async def one_session(rt: Runtime) -> tuple[Path, list[int]]:
     told = Path(big.metadata["full_output_path"])
     assert told.parent == top / "results" and told.read_text().startswith("row 0\nrow 1\n")
     assert f"{top}/results/" in spilled.content
-    assert writes.content.strip() == str(top / "tmp")
+    # In the sandbox the session's own `tmp/` is mounted at /tmp, and $TMPDIR says so.
+    assert writes.content.strip() == "/tmp"
     assert (top / "tmp" / "a" / "b" / "f").is_file()
     await eventually(lambda: (top / "tmp" / "busy").exists())
     return top, pids
@@ -166,18 +167,22 @@ async def test_a_full_workload_leaves_the_temporary_folder_as_it_found_it(ws: Pa
 
 
 async def test_a_session_used_after_it_closed_starts_afresh_and_closes_again(ws: Path) -> None:
+    # The command sees its folder as /tmp; where it is on the host is the session's business.
     rt = make_runtime(ws)
     first = await rt.call("run_shell", {"command": 'echo one > "$TMPDIR/x" && echo "$TMPDIR"'})
     assert first.ok, first.content
+    old = rt.session.temp_dir
+    assert old is not None and (old / "tmp" / "x").read_text() == "one\n"
     await rt.aclose()
-    assert not os.path.lexists(first.content.strip())
+    assert not os.path.lexists(old)
     # The shell gets a new $TMPDIR (the old one is gone) and a new cleanup.
-    again = await rt.call("run_shell", {"command": 'echo two > "$TMPDIR/x" && echo "$TMPDIR"'})
+    again = await rt.call("run_shell", {"command": 'echo two > "$TMPDIR/x" && cat /tmp/x'})
     assert again.ok, again.content
-    assert again.content.strip() != first.content.strip()
-    assert os.path.isdir(again.content.strip())
+    assert again.content.strip() == "two"
+    new = rt.session.temp_dir
+    assert new is not None and new != old and (new / "tmp" / "x").is_file()
     await rt.aclose()
-    assert not os.path.lexists(again.content.strip())
+    assert not os.path.lexists(new)
     assert rt.session.temp_dir is None
 
 
@@ -222,10 +227,10 @@ async def test_removal_does_not_follow_or_open_up_what_a_command_planted(
     rt = make_runtime(ws)
     r = await rt.call("run_shell", {"command": plant(canary.parent, canary)})
     assert r.ok, r.content
-    shell_tmp = Path(r.content.strip())
-    assert os.path.islink(shell_tmp / "dir-link")
     top = rt.session.temp_dir
     assert top is not None
+    shell_tmp = top / "tmp"  # the command's /tmp
+    assert os.path.islink(shell_tmp / "dir-link")
     await rt.aclose()
     assert not os.path.lexists(top)
     assert_untouched(canary)
