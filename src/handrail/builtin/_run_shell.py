@@ -48,6 +48,7 @@ from .. import (
     ToolResult,
 )
 from ..permissions import is_read_only_command, is_within
+from ..permissions._hidden import hidden_entry
 from ..sandbox import (
     Confinement,
     Isolation,
@@ -442,12 +443,14 @@ class RunShell(Tool):
         one in the workspace (a dev server, a language server, an approved background job).
         """
         roots = [str(r) for r in (ctx.cwd, *ctx.read_roots, *ctx.write_roots)]
+        # Shown read-only, unless it lies in a hidden place (handrail's own state folder).
+        results = ctx.session.results_path()
         seen = [*visible, *_path_dirs(os.environ.get("PATH", ""), os.path.realpath(Path.home()))]
         return plan_isolation(
             tmp=temp_dir,
             visible=seen,
             own=[] if unasked else [*roots, os.path.realpath(temp_dir)],
-            results=ctx.session.results_path(),
+            results=results if hidden_entry(str(results), current_hidden(ctx)) is None else None,
             allow_sockets=[os.path.expanduser(p) for p in opts.unix_sockets],
             covered=[home] if home else [],
         )

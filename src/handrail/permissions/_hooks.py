@@ -125,13 +125,14 @@ def hook_files(hooks: Sequence[Hook], root: Path) -> tuple[str, ...]:
     """The files hook commands run (`./check.sh`, `python3 hooks/guard.py`), resolved.
 
     Hooks run outside the sandbox: a tool that could change what one runs could run anything.
-    These files, and the folders that hold them (but the root and the home), are hidden like
+    These files, and the folders inside the root that hold them, are hidden like
     handrail's settings (`Runtime` adds them), so no tool reads or writes them or plants a
     module beside them. A word counts when it names an existing file relative to `root` (where
     hooks run) or the home; programs in system folders (`/usr/bin/python3`) do not.
     """
     out: list[str] = []
     home = os.path.realpath(os.path.expanduser("~"))
+    base = os.path.realpath(root)
     for hook in hooks:
         if hook.command is None:
             continue
@@ -147,9 +148,9 @@ def hook_files(hooks: Sequence[Hook], root: Path) -> tuple[str, ...]:
             if os.path.isfile(real) and not real.startswith(_SYSTEM_DIRS):
                 out.append(real)
                 # What lies beside it is what it imports or sources first (Python puts the
-                # script's folder first on sys.path): the folder goes too, unless it is the
-                # root or the home.
+                # script's folder first on sys.path): a folder inside the root goes too (one
+                # outside it no tool reaches; the root itself stays).
                 folder = os.path.dirname(real)
-                if folder not in (os.path.realpath(root), home, "/"):
+                if folder.startswith(base + os.sep) and folder != home:
                     out.append(folder)
     return tuple(dict.fromkeys(out))

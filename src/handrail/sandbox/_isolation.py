@@ -105,6 +105,8 @@ def plan_isolation(
         wanted = [v for v in shown if _within(v, _TMP)]
         wanted += [a for a in allowed if _within(a, _TMP) and os.path.exists(a)]
         extra = os.path.realpath(results) if results is not None else None
+        if extra is not None and not _within(extra, _TMP):
+            extra = None  # elsewhere it stays where it is (or hidden, in handrail's state)
         for src in _outermost([*wanted, *([extra] if extra else [])]):
             if _within(src, private_tmp) or _within(private_tmp, src) or not os.path.exists(src):
                 continue
