@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from ..sandbox import system_which
 from ._workspace import WorkspaceError, build_in_place, remove_workspace
 
 __all__ = ["GitWorkspace"]
@@ -211,7 +212,8 @@ def _git_env() -> dict[str, str]:
 
 def _run_git(args: list[str], *, timeout: float) -> tuple[int, str, str]:
     """Run git in its own process group; (exit code, stdout, stderr). Killed on timeout."""
-    command = ["git"]
+    # The system's git, not one a session's command may have left in a folder on PATH.
+    command = [system_which("git") or "git"]
     for setting in _GIT_CONFIG:
         command += ["-c", setting]
     try:

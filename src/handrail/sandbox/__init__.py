@@ -37,6 +37,7 @@ from ._paths import resolve_path as resolve_path
 from ._process import CommandResult as CommandResult
 from ._process import kill_tree as kill_tree
 from ._process import run_command as run_command
+from ._programs import system_which as system_which
 from ._ripgrep import VCS_DIRS as VCS_DIRS
 from ._ripgrep import RipgrepGlob as RipgrepGlob
 from ._ripgrep import RipgrepRun as RipgrepRun
@@ -145,5 +146,6 @@ __all__ = [
     "split_lines",
     "stat_file",
     "system_resolve",
+    "system_which",
     "unified_diff",
 ]

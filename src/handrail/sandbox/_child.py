@@ -322,6 +322,10 @@ class ChildSetup:
                 flags |= _MS_RDONLY  # no less restrictive than the /proc it covers
             if self.mount(b"proc", b"/proc", b"proc", flags, None) != 0:
                 raise errno_error("mount a fresh /proc")
+            # The keyrings are the user's, not the namespace's: their names stay unlisted.
+            for path in _PROC_MASKED:
+                if os.path.exists(path):
+                    self.mount(b"/dev/null", path, None, _MS_BIND, None)
             self.parent_death = None
             self._confine()
             return
@@ -499,6 +503,7 @@ class ChildSetup:
                     self._read_only_at(target, True)
 
 
+_PROC_MASKED = (b"/proc/keys", b"/proc/key-users")
 _DEV_LINKS = (
     (b"/proc/self/fd", b"/dev/fd"),
     (b"/proc/self/fd/0", b"/dev/stdin"),
