@@ -350,6 +350,20 @@ def test_prefix_rule_does_not_cover_other_commands_or_hidden_effects(
         "strace -f -o log rm x",
         "GIT_PAGER='rm x' git log",
         "git -c alias.x='!rm y' x",
+        # bash's command and alias tables, history and builtins, changed by the line
+        "BASH_CMDS[1]=/bin/rm; 1 canary",
+        "BASH_CMDS+=([0]=/bin/rm); 0 canary",
+        "declare -A BASH_CMDS=([1]=/bin/rm); 1 canary",
+        "printf -v 'BASH_CMDS[1]' /bin/rm; 1 canary",
+        'BASH_ALIASES[1]=eval; 1 "rm canary"',
+        "shopt -s expand_aliases; alias e=eval\ne 'rm canary'",
+        "hash -rp /bin/rm x; x canary",
+        'mapfile -tC "rm canary #" -c 1 arr < in',
+        "enable -nf lib.so x",
+        "set -o history; fc -s echo=",
+        "PATH=/tmp/evil ls",
+        "env 'BASH_FUNC_ls%%=() { rm x; }' bash -c ls",
+        "command_not_found_handle() { rm x; }; zzz",
     ],
 )
 def test_deny_rule_sees_every_command_including_wrapped_ones(tmp_path: Path, command: str) -> None:

@@ -58,7 +58,7 @@ TABLE: list[tuple[str, tuple[str, ...], bool, bool]] = [
     # -- assignments
     ("FOO=1 ls", ("FOO=1 ls",), False, True),
     ('FOO="a b" ls', ("FOO='a b' ls",), False, True),
-    ("PATH=/tmp/x ls", ("PATH=/tmp/x ls",), False, False),
+    ("PATH=/tmp/x ls", ("PATH=/tmp/x ls",), True, False),
     ("GIT_DIR=/x git status", ("GIT_DIR=/x git status",), False, False),
     ("x=1; echo $x", ("x=1", "echo $x"), False, True),
     ("export A=1 && ls", ("export A=1", "ls"), False, True),
@@ -165,7 +165,7 @@ TABLE: list[tuple[str, tuple[str, ...], bool, bool]] = [
     ("env", ("env",), False, True),
     ("printenv HOME", ("printenv HOME",), False, True),
     ("env X=1 ls", ("env X=1 ls",), False, True),
-    ("env PATH=/x ls", ("env PATH=/x ls",), False, False),
+    ("env PATH=/x ls", ("env PATH=/x ls",), True, False),
     ("timeout 5 git status", ("timeout 5 git status",), False, True),
     ("nice -n 5 rm x", ("nice -n 5 rm x",), False, False),
     ("command -v python3", ("command -v python3",), False, True),
@@ -512,6 +512,179 @@ def test_what_the_parser_cannot_read_is_unreadable_opaque_and_not_read_only(
     assert set(parsed.dynamic_reasons) <= set(parsed.reasons)
 
 
+# -- bash's run-time tables: what a later word runs is decided when it runs ------------------
+
+TABLES = [
+    # the command table (`hash`) and the alias table, written as variables
+    ("BASH_CMDS[1]=/bin/rm; 1 canary", "BASH_CMDS changes what later words run"),
+    ("BASH_CMDS+=([0]=/bin/rm); 0 canary", "BASH_CMDS changes what later words run"),
+    ("BASH_CMDS=([1]=/bin/rm)", "BASH_CMDS changes what later words run"),
+    ("declare -A BASH_CMDS=([1]=/bin/rm)", "BASH_CMDS changes what later words run"),
+    ("declare 'BASH_CMDS[1]=/bin/rm'", "BASH_CMDS changes what later words run"),
+    ("declare BASH_CMDS", "BASH_CMDS changes what later words run"),
+    ("local -A BASH_CMDS", "BASH_CMDS changes what later words run"),
+    ("printf -v 'BASH_CMDS[1]' /bin/rm; 1 canary", "BASH_CMDS changes what later words run"),
+    ("printf '-vBASH_CMDS[1]' /bin/rm", "BASH_CMDS changes what later words run"),
+    ("read 'BASH_CMDS[x]' < f", "BASH_CMDS changes what later words run"),
+    ("read -raBASH_CMDS < f", "BASH_CMDS changes what later words run"),
+    ("read -r -a BASH_CMDS < f", "BASH_CMDS changes what later words run"),
+    ("mapfile BASH_CMDS < f", "BASH_CMDS changes what later words run"),
+    ("readarray -t BASH_ALIASES < f", "BASH_ALIASES changes what later words run"),
+    ("getopts ab BASH_CMDS", "BASH_CMDS changes what later words run"),
+    ("wait -p BASH_CMDS", "BASH_CMDS changes what later words run"),
+    ("coproc BASH_CMDS { cat; }", "BASH_CMDS changes what later words run"),
+    ("unset BASH_CMDS", "BASH_CMDS changes what later words run"),
+    ("export BASH_ALIASES", "BASH_ALIASES changes what later words run"),
+    ('BASH_ALIASES[1]=eval; 1 "rm canary"', "BASH_ALIASES changes what later words run"),
+    (": ${BASH_CMDS[x]:=/bin/rm}", "BASH_CMDS changes what later words run"),
+    ("builtin read BASH_CMDS < f", "BASH_CMDS changes what later words run"),
+    ("command printf -v BASH_CMDS /bin/rm", "BASH_CMDS changes what later words run"),
+    ("env 'BASH_FUNC_ls%%=() { rm x; }' bash -c ls", "BASH_FUNC_ls%% changes what later words run"),
+    # variables bash looks names up by, or reads lines with
+    ("PATH=/tmp/evil ls", "PATH changes what later words run"),
+    ('export PATH="$HOME/bin:$PATH"; ls', "PATH changes what later words run"),
+    ("env PATH=/tmp ls", "PATH changes what later words run"),
+    ("sudo PATH=/tmp ls", "PATH changes what later words run"),
+    ("unset PATH", "PATH changes what later words run"),
+    (": ${PATH:=/tmp}", "PATH changes what later words run"),
+    ("for PATH in /tmp; do ls; done", "PATH changes what later words run"),
+    ("select PATH in /tmp; do ls; done", "PATH changes what later words run"),
+    ("read PATH < f; ls", "PATH changes what later words run"),
+    ("EXECIGNORE='/usr/bin/*' ls", "EXECIGNORE changes what later words run"),
+    ("CDPATH=/tmp cd x", "CDPATH changes what later words run"),
+    ("GLOBIGNORE='*' ls", "GLOBIGNORE changes what later words run"),
+    ("IFS=/; ls", "IFS changes what later words run"),
+    ("local IFS=,", "IFS changes what later words run"),
+    ("FUNCNAME=x", "FUNCNAME changes what later words run"),
+    ("POSIXLY_CORRECT=1 ls", "POSIXLY_CORRECT changes what later words run"),
+    ("HISTFILE=f", "HISTFILE changes what later words run"),
+    ("declare PS4", "PS4 changes what later words run"),
+    ("read PROMPT_COMMAND < f", "PROMPT_COMMAND changes what later words run"),
+    ("SHELLOPTS=x ls", "SHELLOPTS makes programs run code the line does not show"),
+    # aliases: once expanded, a later word is whatever the alias says
+    ("shopt -s expand_aliases", "shopt -s expand_aliases changes how later words run"),
+    ("shopt -qs expand_aliases", "shopt -s expand_aliases changes how later words run"),
+    ("shopt -s nullglob expand_aliases", "shopt -s expand_aliases changes how later words run"),
+    ("shopt -s $opt", "shopt with an option that is not literal"),
+    ("alias e=eval", "alias changes what later words run"),
+    ("alias t='timeout 9'", "alias changes what later words run"),
+    ("alias g=git", "alias changes what later words run"),
+    ("alias -p ll='ls -l'", "alias changes what later words run"),
+    ("builtin alias e=eval", "alias changes what later words run"),
+    # builtin options read as clusters, values attached or not
+    ("hash -rp /bin/rm x; x canary", "hash changes what a command name runs"),
+    ("hash -p/bin/rm x", "hash changes what a command name runs"),
+    ("hash -tp /bin/rm x", "hash changes what a command name runs"),
+    ("hash $opts x", "hash with an option that is not literal"),
+    ('mapfile -tC "rm canary #" -c 1 arr < in', "mapfile -C runs a callback"),
+    ('readarray -c1 -C"rm x" arr < in', "readarray -C runs a callback"),
+    ("enable -nf lib.so x", "enable changes what a command name runs"),
+    ("enable -f lib.so x", "enable changes what a command name runs"),
+    ("enable -n echo", "enable changes what a command name runs"),
+    ("enable x", "enable changes what a command name runs"),
+    ("enable -d x", "enable changes what a command name runs"),
+    ("compgen -C 'rm x' w", "compgen -C runs a command"),
+    ("compgen -aC'rm x' w", "compgen -C runs a command"),
+    ("compgen -F f w", "compgen -F runs a command"),
+    ("compgen -W '$(rm x)' w", "compgen -W expands its word list"),
+    ("complete -C 'rm x' git", "complete -C runs a command"),
+    ("complete -F _f git", "complete -F runs a command"),
+    ("bind -x '\"\\C-x\": rm x'", "bind -x binds a key to a command"),
+    ("declare -ai n=y", "arithmetic on a variable"),
+    ("builtin declare -n r=PATH", "arithmetic on a variable"),
+    ('printf "$fmt" x', "printf with an option that is not literal"),
+    ("set $opts", "set with an option that is not literal"),
+    ("set -o $opt", "set -o $opt changes how later words run"),
+    # history replay
+    ("set -o history; fc -s echo=", "fc runs commands from the history"),
+    ("fc -s echo=", "fc runs commands from the history"),
+    ("fc -l", "fc runs commands from the history"),
+    ("set -o history", "set -o history changes how later words run"),
+    ("set -eo history", "set -o history changes how later words run"),
+    ("set -H", "set -H changes how later words run"),
+    ("set -eH", "set -H changes how later words run"),
+    ("set -o histexpand", "set -o histexpand changes how later words run"),
+    ("shopt -so history", "shopt -s history changes how later words run"),
+    ("set -k", "set -k changes how later words run"),
+    ("set -o posix", "set -o posix changes how later words run"),
+    ("history -s 'rm x'", "history changes the history list"),
+    ("history -p '!!'", "history changes the history list"),
+    ("history -r f", "history changes the history list"),
+    ("history -an", "history changes the history list"),
+]
+
+
+@pytest.mark.parametrize(("line", "reason"), TABLES)
+def test_changing_what_bash_looks_names_up_in_is_unreadable(line: str, reason: str) -> None:
+    parsed = parse_command(line)
+    assert reason in parsed.dynamic_reasons, parsed.reasons
+    assert parsed.dynamic and parsed.opaque and not parsed.read_only
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "hash ls",
+        "hash -r",
+        "hash -t ls",
+        "hash -d ls",
+        "enable",
+        "enable -a",
+        "enable -n",
+        "alias",
+        "alias ll",
+        "alias -p",
+        "unalias ll",
+        "set -euo pipefail",
+        "set -Eeuxo pipefail",
+        "set +o history",
+        "set -o",
+        "set -- a b",
+        "shopt -s globstar nullglob",
+        "shopt -u expand_aliases",
+        "shopt expand_aliases",
+        "history",
+        "history 5",
+        "IFS= read -r line < f",
+        "IFS=, read -ra parts <<< x",
+        "read -r -p 'name? ' name",
+        "mapfile -t lines < f",
+        "printf -v out '%s' x",
+        "printf '%s\\n' x",
+        "export FOO=1",
+        "declare -p PATH",
+        "trap - EXIT",
+        "trap -p",
+        "compgen -c",
+        "compgen -W 'a b' a",
+        "f() { ls; }; f",
+        'echo "$PATH" ${PATH:-x} ${BASH_VERSION}',
+        "x=${y:=z}",
+    ],
+)
+def test_listing_or_reading_bash_tables_is_not_unreadable(line: str) -> None:
+    parsed = parse_command(line)
+    assert not parsed.dynamic, parsed.dynamic_reasons
+
+
+def test_a_trap_handler_after_double_dash_is_a_script() -> None:
+    parsed = parse_command("trap -- -rm EXIT")
+    assert "-rm" in parsed.hidden and "trap handler" in parsed.reasons
+    assert "rm x" in parse_command("trap -- 'rm x' EXIT").hidden
+    assert not parse_command("trap -p EXIT").hidden
+
+
+def test_a_function_body_is_read_where_it_is_defined() -> None:
+    for line in ("f() { rm x; }; f", "command_not_found_handle() { rm x; }; zzz"):
+        parsed = parse_command(line)
+        assert "rm x" in parsed.commands and not parsed.read_only
+
+
+def test_an_assignment_in_a_quoted_declaration_word_is_followed() -> None:
+    parsed = parse_command("export 'GIT_PAGER=rm x'; git log")
+    assert "rm x" in parsed.hidden and not parsed.read_only
+
+
 @pytest.mark.parametrize(
     "line",
     [
@@ -657,3 +830,26 @@ def test_words_whose_value_depends_on_the_locale_or_home_are_not_static(word: st
     # Given as written: the value in bash depends on the locale, the home folder, or is not
     # text at all.
     assert parse_command(f"echo {word}").words == (("echo", word),)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git status --ignore-submodules=none",
+        "git status --ignore-submodules",
+        "git diff --ignore-sub=dirty",
+        "git diff --submodule=diff",
+        "git diff --submodule",
+        "git log -p --submodule=log",
+        "git grep --recurse-submodules x",
+        "git ls-files --recurse-submodules",
+    ],
+)
+def test_git_into_submodules_is_not_read_only(line: str) -> None:
+    # A submodule's own config (.git/modules/*/config) may name a clean filter or an external
+    # diff, which the git guard does not neutralise: going into submodules asks.
+    assert parse_command(line).read_only is False
+
+
+def test_git_that_keeps_out_of_submodules_stays_read_only() -> None:
+    assert parse_command("git status --ignore-submodules=all").read_only is True

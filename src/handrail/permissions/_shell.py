@@ -17,7 +17,8 @@ listed in `hidden` so deny and ask rules can see them.
 The work is shared out: `_shell_walk` walks the syntax tree, `_shell_words` turns word nodes
 into argv entries, `_shell_reveal` (with `_shell_wrappers`) sees through `xargs`, `sudo`,
 `bash -c`, `git -c` and the like, and `_shell_readonly` (with `_shell_sed`) holds the
-read-only list and its flag checks.
+read-only list and its flag checks, and `_shell_builtins` the builtins and variables that change
+what later words run (`alias`, `hash -p`, `BASH_CMDS`, `PATH`, `fc`).
 """
 
 from __future__ import annotations
@@ -60,8 +61,10 @@ class ShellCommand:
     """True when no rule can tell which commands the line runs: a command name that is not
     literal text (`$c x`, `{rm,x}`, `r? x`, `$(echo rm) x`), or code the parser cannot read
     (an expansion it did not parse, arithmetic that can run array subscripts, `eval $x`,
-    `bash -c "$x"`, `source file`, a wrapper option it does not understand). Every deny and
-    ask rule matches such a line; implies `opaque`."""
+    `bash -c "$x"`, `source file`, a wrapper option it does not understand), or a change to
+    what bash looks later words up in (`BASH_CMDS[x]=...`, `alias`, `hash -p`, `enable`,
+    `PATH=...`, `shopt -s expand_aliases`, `fc`). Every deny and ask rule matches such a line;
+    implies `opaque`."""
     dynamic_reasons: tuple[str, ...] = ()
     """Why the line is dynamic (a subset of `reasons`), e.g. `variable expansion in the
     command name`."""

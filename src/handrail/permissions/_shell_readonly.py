@@ -213,7 +213,16 @@ _GIT_READ = frozenset(
 )
 # Options of read sub-commands that write a file or run a program (`--show-signature` and
 # the `%G` formats run gpg).
-_GIT_BAD_LONG = ("output", "ext-diff", "open-files-in-pager", "exec", "show-signature")
+_GIT_BAD_LONG = (
+    "output",
+    "ext-diff",
+    "open-files-in-pager",
+    "exec",
+    "show-signature",
+    # Into submodules, whose config (filters, external diffs) the git guard does not read.
+    "submodule",
+    "recurse-submodules",
+)
 _GIT_SIGNATURE = re.compile(r"%G|%\(signature")
 
 
@@ -230,6 +239,8 @@ def _git(args: list[str]) -> bool:
     sub, rest = args[i], args[i + 1 :]
     if any(_long_hit(a, _GIT_BAD_LONG) or a.startswith("-O") for a in rest):
         return False
+    if any(_long_hit(a, ("ignore-submodules",)) and not a.endswith("=all") for a in rest):
+        return False  # the guard's diff.ignoreSubmodules=all is what keeps submodules out
     if any(_GIT_SIGNATURE.search(a) for a in rest):
         return False
     if sub in _GIT_READ:

@@ -13,6 +13,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
+from ._shell_builtins import builtin_hazards, shell_variable, shell_variable_reason
 from ._shell_words import render
 from ._shell_wrappers import (
     MAX_DEPTH,
@@ -157,6 +158,9 @@ class Revealer:
         self, name: str, argv: Sequence[str], known: Sequence[bool], depth: int
     ) -> None:
         args = argv[1:]
+        if name == "coproc" and args and shell_variable(args[0]):
+            # `coproc NAME { ...; }` sets the array NAME to two file descriptors.
+            self.unreadable(shell_variable_reason(args[0]))
         inner = unwrap(name, args)
         if not all(known[1 : 1 + inner.decided_by]):
             self.unreadable(f"{name} runs a command that is not literal")
@@ -282,6 +286,9 @@ class Revealer:
         """An assignment for the environment of what runs next."""
         if FILE_CODE_VARIABLES.fullmatch(name):
             self.unreadable(f"{name} makes programs run code the line does not show")
+        elif shell_variable(name) and name not in _PROMPTS and name != "PROMPT_COMMAND":
+            # The prompts and PROMPT_COMMAND only run their value, which is read below.
+            self.unreadable(shell_variable_reason(name))
         elif name in _PROMPTS:
             if not known or "$" in value or "`" in value:
                 self.unreadable(f"{name} with an expansion in it")
@@ -307,15 +314,23 @@ class Revealer:
                 elif "=" in definition:
                     self.nested(definition.partition("=")[2])
         elif name == "trap":
-            at = next((k for k, a in enumerate(args) if not a.startswith("-")), None)
-            if at is not None and len(args) > 1 and args[at] != "--":
-                self.reason("trap handler")
-                if not args_known[at]:
-                    self.unreadable("trap handler that is not literal")
-                self.nested(args[at])
-        elif name in ("mapfile", "readarray") and any(a.startswith("-C") for a in args):
-            self.unreadable(f"{name} -C runs a callback")
-        elif (name == "hash" and any(a.startswith("-p") for a in args)) or (
-            name == "enable" and any(a.startswith("-f") for a in args)
-        ):
-            self.unreadable(f"{name} changes what a command name runs")
+            self.reveal_trap(args, args_known)
+        for why in builtin_hazards(name, args, args_known):
+            self.unreadable(why)
+
+    def reveal_trap(self, args: Sequence[str], known: Sequence[bool]) -> None:
+        """`trap HANDLER SIGNAL...`: the handler is a script the shell runs."""
+        at = 0
+        while at < len(args) and len(args[at]) > 1 and args[at].startswith("-"):
+            if args[at] == "--":
+                at += 1
+                break
+            if set(args[at][1:]) & set("lpP"):
+                return  # lists handlers
+            at += 1
+        if len(args) - at < 2 or args[at] == "-":
+            return  # one signal (or `-`): the handlers are reset
+        self.reason("trap handler")
+        if not known[at]:
+            self.unreadable("trap handler that is not literal")
+        self.nested(args[at])

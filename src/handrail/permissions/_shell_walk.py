@@ -9,8 +9,9 @@ list clears `read_only`.
 
 Where what runs is decided by something no rule can read (a command name that is not literal
 text, an expansion tree-sitter left unparsed, arithmetic that can run array subscripts, `eval
-$x`, `source`), the line is also *unreadable* (`Walker.dynamic`): deny and ask rules treat it
-as matching.
+$x`, `source`), or by a table the line itself changes (`BASH_CMDS[x]=...`, `PATH=...`,
+`alias`, `hash -p`: see `_shell_builtins`), the line is also *unreadable* (`Walker.dynamic`):
+deny and ask rules treat it as matching.
 
 Tree-sitter and bash do not read every line alike, so the walk checks the tree against bash's
 rules where they differ: carriage returns and form feeds are word characters, backslash-newline
@@ -26,8 +27,15 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from ._shell_builtins import (
+    ARITHMETIC,
+    READ_BUILTINS,
+    literal_subscripts,
+    shell_variable,
+    shell_variable_reason,
+)
 from ._shell_readonly import read_only_argv, safe_env_name
-from ._shell_reveal import BUDGET, Revealer
+from ._shell_reveal import BUDGET, CODE_VARIABLES, FILE_CODE_VARIABLES, Revealer
 from ._shell_words import Word, assignment, group_words, node_text
 from ._shell_wrappers import MAX_DEPTH
 
@@ -231,9 +239,6 @@ _ARITH_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _DECLARE_OK = frozenset({"export", "local", "readonly", "declare", "typeset"})
 _TYPED = frozenset({"local", "declare", "typeset"})
 """Where `-i` (integer: every later value is arithmetic) and `-n` (a name reference) mean so."""
-_ARITHMETIC = "arithmetic on a variable"
-"""Bash evaluates a variable's value as an expression there, and `a[$(cmd)]` in that value
-runs cmd: what runs depends on data a rule never sees."""
 _LITERAL_INDEX = re.compile(r"\d+|@|\*")
 _BACKQUOTE_ESCAPE = re.compile(r"\\([\\`$])")
 _BACKQUOTE_DQ_ESCAPE = re.compile(r'\\([\\`$"])')
@@ -361,6 +366,13 @@ class Walker(Revealer):
         keyword = ""
         pieces: list[str] = []
         ok = True
+        # `-p` prints and `-f`/`-F` name functions: no variable is set then.
+        names = not any(
+            c.type == "word"
+            and self.text(c).startswith(("-", "+"))
+            and set(self.text(c)[1:]) & set("pfF")
+            for c in node.children
+        )
         for child in node.children:
             if not child.is_named:
                 keyword = keyword or self.text(child)
@@ -376,8 +388,9 @@ class Walker(Revealer):
                 # Flags (`-i`, `-n`) and subscripts make the shell evaluate code.
                 ok = ok and value is not None and "[" not in value
                 ok = ok and value is not None and (not value.startswith("-") or value == "-p")
+                ok = ok and safe_env_name((value or "").partition("=")[0])
                 pieces.append(w.text)
-                self.check_declaration_word(keyword, w)
+                self.check_declaration_word(keyword, w, names=names)
         if keyword not in _DECLARE_OK and keyword != "unset":
             ok = False
         if not ok:
@@ -396,11 +409,11 @@ class Walker(Revealer):
                 parent = n.parent
                 operands = [c for c in (parent.named_children if parent else ()) if c != n]
                 if op in _ARITH_TESTS and any(c.type != "number" for c in operands):
-                    self.unreadable(_ARITHMETIC)  # `[[ $x -eq 1 ]]` evaluates $x
+                    self.unreadable(ARITHMETIC)  # `[[ $x -eq 1 ]]` evaluates $x
                 elif op in ("-v", "-R") and any(
                     "[" in self.text(c) or c.type != "word" for c in operands
                 ):
-                    self.unreadable(_ARITHMETIC)
+                    self.unreadable(ARITHMETIC)
             stack.extend(n.children)
         return inner, True
 
@@ -410,7 +423,7 @@ class Walker(Revealer):
             self.emit(" ".join(words), words, inner)
             self.read_only = False
             if not self.literal_arithmetic(node):
-                self.unreadable(_ARITHMETIC)
+                self.unreadable(ARITHMETIC)
             return inner, True
         return inner, part
 
@@ -468,6 +481,9 @@ class Walker(Revealer):
         if len(children) > 1 and self.text(children[1]) == "!":
             # `${!x}` names the variable to expand by x's value, which may be `a[$(cmd)]`.
             self.unreadable("indirect expansion (${!name})")
+        if "=" in ops or ":=" in ops:
+            # `${PATH:=/tmp}`, `${BASH_CMDS[x]=/bin/rm}` assign, as `NAME=value` does.
+            self.check_expansion_assignment(children)
         if "@" in ops:
             self.read_only = False
             if "P" in ops:
@@ -478,13 +494,13 @@ class Walker(Revealer):
             if not c.is_named:
                 after_colon = after_colon or self.text(c) == ":"
             elif after_colon and c.type != "number":
-                self.unreadable(_ARITHMETIC)
+                self.unreadable(ARITHMETIC)
         return inner, part
 
     def on_subscript(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
         index = node.child_by_field_name("index")
         if index is None or (index.type != "number" and self.text(index) not in ("@", "*")):
-            self.unreadable(_ARITHMETIC)
+            self.unreadable(ARITHMETIC)
         return inner, part
 
     def on_array(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
@@ -492,16 +508,16 @@ class Walker(Revealer):
             text = self.text(element)
             # `a=([i]=x)`: the index of an indexed array is arithmetic.
             if text.startswith("[") and not _LITERAL_INDEX.fullmatch(text[1:].partition("]")[0]):
-                self.unreadable(_ARITHMETIC)
+                self.unreadable(ARITHMETIC)
         return inner, part
 
     def on_arithmetic(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
         if not self.literal_arithmetic(node):
-            self.unreadable(_ARITHMETIC)
+            self.unreadable(ARITHMETIC)
         return inner, part
 
     def on_c_for(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
-        self.unreadable(_ARITHMETIC)
+        self.unreadable(ARITHMETIC)
         return inner, part
 
     def on_while(self, node: Node, inner: bool, part: bool) -> tuple[bool, bool]:
@@ -512,6 +528,8 @@ class Walker(Revealer):
         var = node.child_by_field_name("variable")
         if var is not None and not safe_env_name(self.text(var)):
             self.read_only = False
+        if var is not None and shell_variable(self.text(var)):
+            self.unreadable(shell_variable_reason(self.text(var)))  # `for PATH in /tmp`
         return inner, part
 
     # -- helpers
@@ -525,32 +543,65 @@ class Walker(Revealer):
             stack.extend(n.children)
         return True
 
-    def check_variable(self, node: Node) -> None:
-        """An assignment: code-carrying variables are followed or make the line unreadable."""
+    def check_variable(self, node: Node, command: str | None = None) -> None:
+        """An assignment: code-carrying variables are followed or make the line unreadable.
+
+        `command` is the name of the command it prefixes, if any (`IFS=, read -ra a` only
+        changes how `read` splits).
+        """
         name_node = node.child_by_field_name("name")
         value_node = node.child_by_field_name("value")
+        if name_node is not None and name_node.type == "subscript":
+            name_node = name_node.child_by_field_name("name")  # `BASH_CMDS[x]=/bin/rm`
         if name_node is None or name_node.type != "variable_name":
+            return
+        name = self.text(name_node)
+        if name == "IFS" and command in READ_BUILTINS:
             return
         word = group_words(self.src, [value_node])[0] if value_node is not None else None
         value = word.static if word is not None else ""
-        self.variable(self.text(name_node), value or "", known=value is not None)
+        self.variable(name, value or "", known=value is not None)
 
-    def check_declaration_word(self, keyword: str, word: Word) -> None:
-        """`declare -i`/`-n` make later values arithmetic; `declare 'a[i]'` evaluates i."""
+    def check_expansion_assignment(self, children: Sequence[Node]) -> None:
+        """`${NAME=value}` or `${NAME:=value}`: an assignment to NAME."""
+        node = next((c for c in children if c.type in ("variable_name", "subscript")), None)
+        if node is not None and node.type == "subscript":
+            node = node.child_by_field_name("name")
+        name = self.text(node) if node is not None else ""
+        if shell_variable(name):
+            self.unreadable(shell_variable_reason(name))
+        elif name in CODE_VARIABLES or FILE_CODE_VARIABLES.fullmatch(name):
+            self.unreadable(f"{name} assigned in an expansion")
+
+    def check_declaration_word(self, keyword: str, word: Word, *, names: bool = True) -> None:
+        """`declare -i`/`-n` make later values arithmetic; `declare 'a[i]'` evaluates i.
+
+        With `names`, a word that is not an option names a variable declared (or unset,
+        exported): bash's own variables (`BASH_CMDS`, `PATH`) change what later words run, and
+        `export 'GIT_PAGER=rm x'` is an assignment like any other.
+        """
         value = word.static
         if value is None:
             self.unreadable("declaration with a word that is not literal")
         elif value.startswith("-") and keyword in _TYPED and ("i" in value or "n" in value):
-            self.unreadable(_ARITHMETIC)
-        elif not _literal_subscripts(value):
-            self.unreadable(_ARITHMETIC)
+            self.unreadable(ARITHMETIC)
+        elif not literal_subscripts(value):
+            self.unreadable(ARITHMETIC)
+        if value is None or not names or value[:1] in ("-", "+"):
+            return
+        name, eq, rhs = value.partition("=")
+        name = name.removesuffix("+").partition("[")[0]
+        if shell_variable(name):
+            self.unreadable(shell_variable_reason(name))
+        elif eq:
+            self.variable(name, rhs, known=True)
 
     def check_names(self, name: str, args: Sequence[Word]) -> None:
         """Builtins that evaluate a subscript written in an argument (even a quoted one)."""
         values = [w.arg for w in args]
         if name == "let":
             if any(not _LITERAL_LET.fullmatch(v) for v in values):
-                self.unreadable(_ARITHMETIC)
+                self.unreadable(ARITHMETIC)
             return
         if name == "printf":
             # Only `-v NAME` names a variable; the rest is a format and its arguments.
@@ -560,8 +611,8 @@ class Walker(Revealer):
             targets = [values[k + 1] for k, v in enumerate(values[:-1]) if v in ("-v", "-R")]
         else:
             targets = values
-        if any(not _literal_subscripts(t) for t in targets):
-            self.unreadable(_ARITHMETIC)
+        if any(not literal_subscripts(t) for t in targets):
+            self.unreadable(ARITHMETIC)
 
     def check_gaps(self, node: Node) -> None:
         """Between a command's parts there is only blank space.
@@ -597,11 +648,12 @@ class Walker(Revealer):
     def command(self, node: Node, inner: bool) -> None:
         pairs: list[tuple[str, str]] = []
         arg_nodes: list[Node] = []
+        prefixes: list[Node] = []
         for i, child in enumerate(node.children):
             kind = child.type
             if kind == "variable_assignment":
                 pairs.append(assignment(self.src, child))
-                self.check_variable(child)
+                prefixes.append(child)
             elif kind == "command_name":
                 arg_nodes.extend(n for n in child.children if not n.is_missing)
             elif kind.endswith("redirect") or child.is_missing:
@@ -610,11 +662,13 @@ class Walker(Revealer):
                 arg_nodes.append(child)
         self.check_gaps(node)
         words = group_words(self.src, arg_nodes)
+        for child in prefixes:
+            self.check_variable(child, words[0].static if words else None)
         while words and (m := _UNDERSCORE_ASSIGNMENT.match(words[0].raw)):
             # tree-sitter reads `_=x cmd` as a command named `_=x`; bash assigns `_`.
             pairs.append(("_", words.pop(0).raw))
-            if not _literal_subscripts(m.group()):
-                self.unreadable(_ARITHMETIC)
+            if not literal_subscripts(m.group()):
+                self.unreadable(ARITHMETIC)
         if not words and not pairs:
             return  # a bare redirection (`> file`); the walk judges the redirection itself
         argv = tuple(w.arg for w in words)
@@ -658,14 +712,6 @@ class Walker(Revealer):
 _SIMPLE_EXPANSION = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])")
 _UNDERSCORE_ASSIGNMENT = re.compile(r"_(\[[^\]]*\])?\+?=")
 _LITERAL_LET = re.compile(r"[\d\s+\-*/%()<>=!&|^~?:,]*")
-_SUBSCRIPT = re.compile(r"\[([^\]]*)\]")
-
-
-def _literal_subscripts(name: str) -> bool:
-    """Does every `[...]` in this (variable) name hold a literal index?"""
-    return all(_LITERAL_INDEX.fullmatch(m.group(1)) for m in _SUBSCRIPT.finditer(name)) and (
-        name.count("[") == len(_SUBSCRIPT.findall(name))
-    )
 
 
 def _dynamic_name(head: Word) -> str:

@@ -50,8 +50,10 @@ WRAPPERS = READ_WRAPPERS | set(
 )
 """Every wrapper whose grammar `unwrap` knows: the command behind it is shown to deny and ask
 rules."""
-ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-"""A `NAME=` prefix: an environment assignment in `env` and `sudo` argument lists."""
+ASSIGNMENT = re.compile(r"[^=]+=")
+"""A `NAME=` prefix: an environment assignment in `env` and `sudo` argument lists. Any word
+with a `=` (not first) is one, whatever its name: `env 'BASH_FUNC_ls%%=() { ...; }' bash`
+hands bash a function."""
 
 
 @dataclass(frozen=True, slots=True)
