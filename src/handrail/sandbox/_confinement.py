@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import signal
 import struct
@@ -472,6 +473,7 @@ class Confinement:
 _ROOT_CAPS_KEPT = frozenset({0, 1, 3, 4, 5, 6, 7, 10})
 
 
+@functools.cache
 def _root_caps_to_drop() -> tuple[int, ...]:
     """Every capability this kernel knows but `_ROOT_CAPS_KEPT`."""
     try:
