@@ -6,7 +6,7 @@
 
 Every row is `await rt.call("run_shell", {"command": "true"})` through the whole pipeline
 (validation, parsing, policy, planning the sandbox, spawn, wait, result), interleaved call by
-call so that load on the machine hits every row alike:
+call (the order turning every round) so that load on the machine hits every row alike:
 
 - `unasked (read-only sandbox)`: this tree, default mode, where `true` runs unasked: no write
   roots, a fresh /proc (PID 1 forked by the setup), the session's /tmp, an empty /run, other
@@ -127,8 +127,11 @@ async def measure(runs: int, root: Path, previous: Previous) -> dict[str, list[f
     for name in rows:  # warm-up: imports, the sandbox probe, the first `.git` search
         for _ in range(3):
             await one(name)
-    for _ in range(runs):
-        for name in rows:
+    names = list(rows)
+    for i in range(runs):
+        # The order turns every round: a call should not always follow the same other row
+        # (a command's namespaces are torn down by the kernel after it has returned).
+        for name in names[i % 3 :] + names[: i % 3]:
             times[name].append(await one(name))
     await unasked.aclose()
     await approved.aclose()
