@@ -218,6 +218,7 @@ class ChildSetup:
         self.waitpid = os.waitpid
         self.exit = os._exit
         self.pipe = os.pipe
+        self.hardened = False
 
     # -- the steps, in order ---------------------------------------------------------------
 
@@ -277,6 +278,19 @@ class ChildSetup:
 
     def _confine(self) -> None:
         """The last steps, in the process that will exec the command."""
+        self._harden()
+        if self.ruleset >= 0:
+            if self.syscall(_SYS_LANDLOCK_RESTRICT_SELF, self.ruleset, 0) != 0:
+                raise errno_error("landlock_restrict_self")
+        if self.parent_death is not None:
+            # Last: a change of credentials after it would clear the request (prctl(2)).
+            self.parent_death()
+
+    def _harden(self) -> None:
+        """Capabilities, no_new_privs and seccomp: once, before Landlock (none stops a mount)."""
+        if self.hardened:
+            return
+        self.hardened = True
         for cap in self.drop_caps:
             if self.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
                 raise errno_error("drop capability")
@@ -287,12 +301,6 @@ class ChildSetup:
                 raise errno_error("no_new_privs")
         if self.fprog is not None and self.prctl(_PR_SET_SECCOMP, 2, self.fprog, 0, 0) != 0:
             raise errno_error("seccomp")
-        if self.ruleset >= 0:
-            if self.syscall(_SYS_LANDLOCK_RESTRICT_SELF, self.ruleset, 0) != 0:
-                raise errno_error("landlock_restrict_self")
-        if self.parent_death is not None:
-            # Last: a change of credentials after it would clear the request (prctl(2)).
-            self.parent_death()
 
     # -- PID 1 with a fresh /proc -----------------------------------------------------------
 
@@ -303,6 +311,9 @@ class ChildSetup:
         # PID 1 cannot ask whether its parent still lives (the parent is outside its
         # namespace, so getppid() says 0): it reads this pipe, which the supervisor holds.
         alive_r, alive_w = self.pipe()
+        # Done here, before the fork, so that PID 1 (a copy of this process, which pays a
+        # copy-on-write fault for every page it touches) has less left to do.
+        self._harden()
         pid = self.fork()
         if pid < 0:
             raise errno_error("fork")
