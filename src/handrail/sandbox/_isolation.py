@@ -22,10 +22,11 @@ import contextlib
 import os
 import shutil
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from ._child import Isolation
+from ._read_view import outermost, within
 
 __all__ = ["listening_sockets", "plan_isolation", "prepare_tmp"]
 
@@ -34,18 +35,6 @@ _RUN = "/run"
 _SHARED_EMPTY = ("/var/tmp",)
 _DEV_NODES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 _RESOLVER = ("/etc/resolv.conf", "/etc/hosts")
-
-
-def _within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-def _outermost(paths: Iterable[str]) -> list[str]:
-    out: list[str] = []
-    for p in sorted(set(paths)):
-        if not any(_within(p, kept) for kept in out):
-            out.append(p)
-    return out
 
 
 def _real_dir(path: str) -> bool:
@@ -99,31 +88,31 @@ def plan_isolation(
         real_tmp is not None
         and _real_dir(_TMP)
         # A root that holds /tmp, or the session's folder itself, keeps the host's /tmp.
-        and not any(_within(_TMP, v) or (v != real_tmp and _within(real_tmp, v)) for v in shown)
+        and not any(within(_TMP, v) or (v != real_tmp and within(real_tmp, v)) for v in shown)
     ):
         private_tmp = real_tmp
-        wanted = [v for v in shown if _within(v, _TMP)]
-        wanted += [a for a in allowed if _within(a, _TMP) and os.path.exists(a)]
+        wanted = [v for v in shown if within(v, _TMP)]
+        wanted += [a for a in allowed if within(a, _TMP) and os.path.exists(a)]
         extra = os.path.realpath(results) if results is not None else None
-        if extra is not None and not _within(extra, _TMP):
+        if extra is not None and not within(extra, _TMP):
             extra = None  # elsewhere it stays where it is (or hidden, in handrail's state)
-        for src in _outermost([*wanted, *([extra] if extra else [])]):
-            if _within(src, private_tmp) or _within(private_tmp, src) or not os.path.exists(src):
+        for src in outermost([*wanted, *([extra] if extra else [])]):
+            if within(src, private_tmp) or within(private_tmp, src) or not os.path.exists(src):
                 continue
             binds.append((src, os.path.join(_TMP, os.path.relpath(src, _TMP)), src == extra))
-    run = _real_dir(_RUN) and not any(_within(_RUN, v) for v in shown)
+    run = _real_dir(_RUN) and not any(within(_RUN, v) for v in shown)
     keep: list[str] = []
     if run:
         resolver = [os.path.realpath(p) for p in _RESOLVER]
         candidates = [
-            *(p for p in resolver if _within(p, _RUN)),
-            *(v for v in shown if _within(v, _RUN)),
-            *(a for a in allowed if _within(a, _RUN)),
+            *(p for p in resolver if within(p, _RUN)),
+            *(v for v in shown if within(v, _RUN)),
+            *(a for a in allowed if within(a, _RUN)),
         ]
-        keep = [p for p in _outermost(candidates) if p != _RUN and os.path.exists(p)]
-    empty = [d for d in _SHARED_EMPTY if _real_dir(d) and not any(_within(v, d) for v in [*shown])]
+        keep = [p for p in outermost(candidates) if p != _RUN and os.path.exists(p)]
+    empty = [d for d in _SHARED_EMPTY if _real_dir(d) and not any(within(v, d) for v in [*shown])]
     dev: tuple[str, ...] = ()
-    if _real_dir("/dev") and not any(_within(v, "/dev") for v in shown):
+    if _real_dir("/dev") and not any(within(v, "/dev") for v in shown):
         dev = tuple(d for d in _DEV_NODES if os.path.exists(d))
     gone = [
         *([_TMP] if private_tmp else []),
@@ -135,12 +124,12 @@ def plan_isolation(
     mine = [os.path.normpath(p) for p in own]
     sockets: list[str] = []
     for sock in dict.fromkeys(listening_sockets()):
-        if any(_within(sock, m) for m in mine):
+        if any(within(sock, m) for m in mine):
             continue
         # Under a covered folder it is out of sight, unless a path bound back shows it.
-        if any(_within(sock, g) for g in gone) and not any(_within(sock, v) for v in shown):
+        if any(within(sock, g) for g in gone) and not any(within(sock, v) for v in shown):
             continue
-        if any(_within(sock, a) for a in allowed):
+        if any(within(sock, a) for a in allowed):
             continue
         with contextlib.suppress(OSError):
             if stat.S_ISSOCK(os.lstat(sock).st_mode):

@@ -24,7 +24,15 @@ from pathlib import Path
 
 from ..permissions._hidden import is_glob
 
-__all__ = ["ReadView", "can_hide", "landlock_readable", "plan_read_view", "toolchain_dirs"]
+__all__ = [
+    "ReadView",
+    "can_hide",
+    "landlock_readable",
+    "outermost",
+    "plan_read_view",
+    "toolchain_dirs",
+    "within",
+]
 
 # A home that is, or holds, one of these is never covered: the system would vanish with it.
 _SYSTEM = (
@@ -73,15 +81,16 @@ class ReadView:
     """Hidden files (and readable block devices) it could reach: `/dev/null` goes over each."""
 
 
-def _within(path: str, root: str) -> bool:
+def within(path: str, root: str) -> bool:
+    """Is `path` `root` or inside it (normalised absolute paths, by components)?"""
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _outermost(paths: Iterable[str]) -> list[str]:
+def outermost(paths: Iterable[str]) -> list[str]:
     """Sorted, without the paths that lie inside another one."""
     out: list[str] = []
     for p in sorted(set(paths)):
-        if not any(_within(p, kept) for kept in out):
+        if not any(within(p, kept) for kept in out):
             out.append(p)
     return out
 
@@ -90,9 +99,9 @@ def can_hide(home: str) -> bool:
     """May `home` be covered? Not `/`, nothing that holds the system, nothing virtual."""
     if not os.path.isabs(home) or os.path.normpath(home) == "/":
         return False
-    if any(_within(home, v) for v in ("/proc", "/sys", "/dev")):
+    if any(within(home, v) for v in ("/proc", "/sys", "/dev")):
         return False
-    return not any(_within(s, home) for s in _SYSTEM)
+    return not any(within(s, home) for s in _SYSTEM)
 
 
 @functools.lru_cache(maxsize=8)
@@ -114,7 +123,7 @@ def toolchain_dirs(path_env: str, home: str) -> tuple[str, ...]:
         if not entry or not os.path.isabs(entry):
             continue
         real = os.path.realpath(entry)
-        if real == home or not _within(real, home) or not os.path.isdir(real):
+        if real == home or not within(real, home) or not os.path.isdir(real):
             continue
         venv = os.path.dirname(real)
         if os.path.isfile(os.path.join(venv, "pyvenv.cfg")) and venv != home:
@@ -154,7 +163,7 @@ def venv_bases(folders: Sequence[str], home: str) -> tuple[str, ...]:
             real = os.path.realpath(base)
             # `home` names the interpreter's bin folder: bind its installation.
             install = os.path.dirname(real) if os.path.basename(real) == "bin" else real
-            if _within(install, home) and install != home:
+            if within(install, home) and install != home:
                 out.append(install)
     return tuple(dict.fromkeys(out))
 
@@ -209,7 +218,7 @@ def _reachable(hidden: tuple[str, ...], top: str | None, binds: tuple[str, ...])
     return tuple(
         h
         for h in hidden
-        if not _within(h, top)
+        if not within(h, top)
         or h in binds
         or h.startswith(inside)
         or any(b.startswith(h + "/") for b in binds)
@@ -266,14 +275,14 @@ def plan_read_view(
         top is None
         or not can_hide(top)
         or not os.path.isdir(top)
-        or any(_within(top, v) for v in shown)
+        or any(within(top, v) for v in shown)
     ):
         top = None
     binds: list[str] = []
     dirs: list[str] = []
     files: list[str] = []
     if top is not None:
-        binds = _outermost(v for v in shown if _within(v, top) and v != top)
+        binds = outermost(v for v in shown if within(v, top) and v != top)
         for bind in binds:
             parts = os.path.relpath(bind, top).split("/")
             for depth in range(1, len(parts)):
@@ -284,10 +293,10 @@ def plan_read_view(
 
     # Decided on the names first: most entries lie in the covered home and need no stat.
     found = dict(_existing(_reachable(tuple(map(str, hidden)), top, tuple(binds))))
-    covers = _outermost(found)
+    covers = outermost(found)
     cover_dirs = [p for p in covers if found[p]]
     cover_files = [p for p in covers if not found[p]]
-    cover_files += [d for d in readable_block_devices() if not any(_within(d, c) for c in covers)]
+    cover_files += [d for d in readable_block_devices() if not any(within(d, c) for c in covers)]
     return ReadView(
         home=top,
         binds=tuple(binds),
@@ -312,10 +321,10 @@ def landlock_readable(view: ReadView) -> list[str]:
     edges = (*hidden, *view.binds)
 
     def readable(path: str) -> bool:
-        if any(_within(path, c) for c in covers):
+        if any(within(path, c) for c in covers):
             return False
-        if view.home and _within(path, view.home):
-            return any(_within(path, b) for b in view.binds)
+        if view.home and within(path, view.home):
+            return any(within(path, b) for b in view.binds)
         return True
 
     if not hidden:
@@ -332,7 +341,7 @@ def landlock_readable(view: ReadView) -> list[str]:
         for path, link, is_dir in found:
             if link:
                 continue
-            if is_dir and any(e != path and _within(e, path) for e in edges):
+            if is_dir and any(e != path and within(e, path) for e in edges):
                 pending.append(path)
             elif readable(path):
                 out.append(path)

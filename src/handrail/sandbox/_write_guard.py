@@ -36,15 +36,12 @@ from ..permissions._hidden import (
     is_glob,
 )
 from ._programs import system_which
+from ._read_view import within
 
 __all__ = ["GitScan", "WriteGuard", "plan_write_guard"]
 
 PROTECTED = (".git", ".handrail")
 _FIND_TIMEOUT = 120.0
-
-
-def _within(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,7 +116,7 @@ def _find_protected(root: str) -> tuple[str, ...]:
 
 def _kind(entry: str, home: str) -> str:
     """`folder`, `file`, `formatted` (a built-in file that must not be empty) or `unknown`."""
-    rel = os.path.relpath(entry, home) if _within(entry, home) else ""
+    rel = os.path.relpath(entry, home) if within(entry, home) else ""
     if rel in HOME_SECRET_FOLDERS or os.path.basename(entry) == "handrail":
         return "folder"
     if rel in HOME_SECRETS_FORMATTED:
@@ -136,7 +133,7 @@ def _lexists(path: str) -> bool:
 def _make_folders(path: str, stop: str) -> None:
     """Create `path` and its missing parents below `stop`, private to the user."""
     missing: list[str] = []
-    while not _lexists(path) and _within(path, stop) and path != stop:
+    while not _lexists(path) and within(path, stop) and path != stop:
         missing.append(path)
         path = os.path.dirname(path)
     for folder in reversed(missing):
@@ -145,7 +142,7 @@ def _make_folders(path: str, stop: str) -> None:
 
 
 def _nearest_existing(path: str, stop: str) -> str:
-    while not os.path.isdir(path) and path != stop and _within(path, stop):
+    while not os.path.isdir(path) and path != stop and within(path, stop):
         path = os.path.dirname(path)
     return path
 
@@ -189,13 +186,13 @@ def plan_write_guard(
             if os.path.islink(p):
                 # A `.git` symlink: what it points to is protected where it lies in a root.
                 p = os.path.realpath(p)
-                if not any(_within(p, r) for r in roots):
+                if not any(within(p, r) for r in roots):
                     continue
             readonly.append(p)
             # Nor can a nested repository be swapped for another by renaming a folder above.
             pins += _between(root, p)
     for raw in map(str, hidden):
-        root = next((r for r in roots if _within(raw, r) and raw != r), None)
+        root = next((r for r in roots if within(raw, r) and raw != r), None)
         if root is None:
             continue
         folder, name = os.path.split(raw)
