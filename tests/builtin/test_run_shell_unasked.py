@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from inline_snapshot import snapshot
 
 from handrail import Approval, ApprovalRequest, Registry, Runtime
 from handrail.builtin import RunShell
@@ -161,3 +163,34 @@ async def test_lines_the_old_classifier_called_read_only_write_nothing_in_plan_m
             await rt.call("run_shell", {"command": line})
     for i in range(1, 8):
         assert not (ws / f"c{i}").exists(), lines[i - 1]
+
+
+async def test_what_the_model_reads_when_an_unasked_write_fails(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    async with Runtime(Registry([Misjudging()]), root=ws) as rt:
+        default = await rt.call("run_shell", {"command": "touch new.txt"})
+    async with Runtime(Registry([Misjudging()]), root=ws, mode="plan") as rt:
+        plan = await rt.call("run_shell", {"command": "touch new.txt"})
+    assert default.content.split("\n", 3)[-1] == snapshot(
+        "Note: nobody approved this command: it ran because it looks read-only, so the sandbox let it write nowhere but $TMPDIR (/tmp), and there is no network. A 'Read-only file system' or 'Permission denied' error above comes from that. To change files, use edit_file or write_file, or a command that changes things (the user is asked for it)."
+    )
+    assert plan.content.split("\n", 3)[-1] == snapshot(
+        "Note: in plan mode every command runs read-only: nothing but $TMPDIR (/tmp) is writable, and there is no network. A 'Read-only file system' or 'Permission denied' error above comes from that. Finish the plan and leave plan mode before changing anything."
+    )
+
+
+async def test_a_session_folder_inside_the_workspace_is_refused_with_a_way_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    ws = workspace(tmp_path)
+    (ws / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(ws / "tmp"))
+    async with Runtime(Registry([RunShell()]), root=ws) as rt:
+        r = await rt.call("run_shell", {"command": "ls"})
+    assert r.error == "SANDBOX_UNAVAILABLE"
+    shown = re.sub(r"\(\S+/tmp/handrail-\S+\)", "(WS/tmp/handrail-ID/tmp)", r.content)
+    assert shown == snapshot(
+        "run_shell cannot run commands here: the session's temporary folder (WS/tmp/handrail-ID/tmp) lies inside the workspace or a root, where commands could change what handrail writes there. Ask the user to set TMPDIR to a folder outside the workspace."
+    )
