@@ -43,7 +43,9 @@ from handrail.permissions._shell_readonly import READ_ONLY_COMMANDS
 from handrail.permissions._shell_walk import bash_tree
 from handrail.permissions._shell_words import group_words
 from handrail.permissions._shell_wrappers import READ_WRAPPERS
-from handrail.sandbox import Confinement, sandbox_support
+from handrail.sandbox import sandbox_support
+from handrail.sandbox._os_confinement import Confinement
+from handrail.sandbox._shell_sandbox import command_env
 
 BASH = "/usr/bin/bash"
 STRACE = "/usr/bin/strace"
@@ -738,7 +740,8 @@ def run_shell_env(line: str, ws: Path, tmp: Path) -> dict[str, str]:
     """The environment run_shell gives `line` (git guarded when it runs unasked)."""
     tool = RunShell()
     unasked = parse_command(line).read_only
-    return tool._env(_Options(tool._base, {}), str(tmp), RunShellArgs(command=line), ws, unasked)
+    guard_git = unasked or tool.read_only(RunShellArgs(command=line))
+    return command_env(tool._env(_Options(tool._base, {})), str(tmp), line, ws, guard_git)
 
 
 def run_traced(box: Sandbox, line: str) -> Outcome:

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from handrail.sandbox import Confinement, SandboxSupport, ShellProcess, sandbox_support
+from handrail.sandbox import SandboxSupport, ShellProcess, sandbox_support
 from handrail.sandbox._capture import OutputCapture
+from handrail.sandbox._os_confinement import Confinement
 from handrail.sandbox._read_view import ReadView, plan_read_view
 
 SUPPORT = sandbox_support()

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from handrail.permissions._hidden import hidden_paths
-from handrail.sandbox import Confinement, SandboxSupport, ShellProcess, sandbox_support
+from handrail.sandbox import SandboxSupport, ShellProcess, sandbox_support
 from handrail.sandbox._capture import OutputCapture
+from handrail.sandbox._os_confinement import Confinement
 from handrail.sandbox._read_view import (
     ReadView,
     can_hide,

@@ -13,15 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from handrail.sandbox import (
-    Confinement,
-    SandboxSupport,
-    ShellProcess,
-    namespace_members,
-    read_log,
-    sandbox_support,
-)
+from handrail.sandbox import SandboxSupport, ShellProcess, read_log, sandbox_support
 from handrail.sandbox._capture import OutputCapture
+from handrail.sandbox._os_confinement import Confinement, namespace_members
 from handrail.sandbox._parent_death import DEATH_SIGNAL, ParentDeath, supported
 
 SUPPORT = sandbox_support()

@@ -9,13 +9,13 @@ import pytest
 from handrail import ErrorCode, ToolFailure
 from handrail.sandbox import (
     TextFormat,
-    count_lines,
     decode_text,
     encode_text,
     newline_of,
     sniff_binary,
     split_lines,
 )
+from handrail.sandbox._text import count_lines
 
 SAMPLES = [
     b"",

@@ -21,11 +21,10 @@ from handrail.sandbox import (
     InvalidUrl,
     check_host,
     check_url,
-    classify_address,
     parse_allow_hosts,
     parse_url,
-    system_resolve,
 )
+from handrail.sandbox._urlguard import classify_address, system_resolve
 
 
 class Resolver:

@@ -2,7 +2,7 @@
 
 A command runs through bash in the session's cwd, in a new session, with stdin `/dev/null`
 (nothing can wait for input) and the environment minus configured secrets. By default it runs
-confined (`sandbox.Confinement`): writes only inside the write roots and a private temporary
+confined (`sandbox.ShellSandbox`): writes only inside the write roots and a private temporary
 folder, `.git` and `.handrail` read-only, no network. Where the machine offers no sandbox the
 call is refused unless the user's configuration allows running unsandboxed; the model has no
 way to turn the sandbox off.
@@ -20,7 +20,6 @@ was left out, and the full output is saved to a file named in the result.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fnmatch
 import functools
 import os
@@ -47,28 +46,18 @@ from .. import (
     ToolKind,
     ToolResult,
 )
-from ..permissions import is_read_only_command, is_within
-from ..permissions._hidden import hidden_entry
+from ..permissions import is_read_only_command
 from ..sandbox import (
-    Confinement,
-    Isolation,
     OutputCapture,
     SandboxSetupError,
     SandboxSupport,
+    SandboxUnavailable,
     ShellProcess,
-    WriteGuard,
-    git_guard_env,
-    plan_isolation,
-    plan_write_guard,
-    prepare_tmp,
-    sandbox_support,
     stat_file,
 )
-from ..sandbox._read_view import ReadView, plan_read_view, toolchain_dirs, venv_bases
 from ._displays import shell_display
-from ._hidden_paths import current_hidden
 from ._i18n import text
-from ._shell_jobs import _ShellState, shell_state, start_job  # pyright: ignore[reportPrivateUsage]
+from ._shell_jobs import shell_state, start_job
 from ._shell_text import CATALOG, OUTPUT_CHARS, short_command
 
 __all__ = ["RunShell", "RunShellArgs"]
@@ -176,23 +165,6 @@ def _deny_pattern(patterns: tuple[str, ...]) -> re.Pattern[str]:
     if not patterns:
         return re.compile(r"(?!)")
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
-
-
-@functools.lru_cache(maxsize=8)
-def _path_dirs(path_env: str, home: str) -> tuple[str, ...]:
-    """What a command keeps seeing when `/tmp` is replaced (a venv in the host's /tmp).
-
-    The home, and the folders PATH runs programs from, with their virtual environments and the
-    base interpreters those are built on (resolved, existing). Cached per PATH.
-    """
-    out: list[str] = [home] if os.path.isdir(home) else []
-    for entry in path_env.split(os.pathsep):
-        if os.path.isabs(entry) and os.path.isdir(entry):
-            real = os.path.realpath(entry)
-            venv = os.path.dirname(real)
-            out.append(venv if os.path.isfile(os.path.join(venv, "pyvenv.cfg")) else real)
-    out += venv_bases(out[1:], "/")
-    return tuple(dict.fromkeys(out))
 
 
 def _signal_name(code: int) -> str:
@@ -337,152 +309,16 @@ class RunShell(Tool):
     def _options(self, ctx: ToolContext) -> _Options:
         return _Options(self._base, ctx.settings)
 
-    def _env(
-        self, opts: _Options, temp_dir: str, args: RunShellArgs, cwd: Path, unasked: bool
-    ) -> dict[str, str]:
+    @staticmethod
+    def _env(opts: _Options) -> dict[str, str]:
+        """The environment minus the denied variables, with nothing interactive.
+
+        `ConfinedShell.start` adds `$TMPDIR`, and what keeps git off a repository's programs.
+        """
         deny = _deny_pattern(opts.env_deny)
         env = {k: v for k, v in os.environ.items() if not deny.match(k)}
         env.update(_FIXED_ENV)
-        env["TMPDIR"] = temp_dir
-        if unasked or self.read_only(args):
-            # It runs without the user's approval: git must not run programs the repository's
-            # own config names (fsmonitor, textconv, filters, external diffs).
-            env.update(git_guard_env(args.command, cwd, env))
         return env
-
-    def _confinement(
-        self,
-        opts: _Options,
-        ctx: ToolContext,
-        state: _ShellState,
-        unasked: bool,
-        guard: WriteGuard | None,
-    ) -> tuple[Confinement | None, str]:
-        """The sandbox for this call (None: plain process), and a note when it runs unconfined.
-
-        A line nobody approved (`unasked`) gets no write roots: only its `$TMPDIR` is writable.
-        """
-        support = self._support or sandbox_support()
-        note = ""
-        if opts.sandbox and not support.available:
-            if not opts.allow_unsandboxed:
-                raise ToolFailure(
-                    text(ctx.locale, CATALOG, "unavailable", reason=support.reason),
-                    code=ErrorCode.SANDBOX_UNAVAILABLE,
-                    metadata={"sandbox": "none", "reason": support.reason},
-                )
-            note = text(ctx.locale, CATALOG, "unsandboxed", reason=support.reason)
-        confine = opts.sandbox and support.available
-        if not confine and not support.namespaces:
-            return None, note
-        temp_dir = state.temp_dir
-        if confine and any(
-            is_within(os.path.realpath(temp_dir), r) for r in (*ctx.read_roots, *ctx.write_roots)
-        ):
-            # Commands could then plant links where handrail writes the session's results.
-            raise ToolFailure(
-                text(ctx.locale, CATALOG, "temp_in_root", temp=temp_dir),
-                code=ErrorCode.SANDBOX_UNAVAILABLE,
-            )
-        write_roots = () if unasked else ctx.write_roots
-        # Readable either way; writable only for a line someone approved.
-        extra_paths = [os.path.expanduser(p) for p in opts.extra_write_paths]
-        extra_write = [] if unasked else extra_paths
-        view = isolation = None
-        if confine:
-            visible = self._visible(opts, ctx, temp_dir, extra_paths)
-            view = self._read_view(opts, ctx, visible)
-            isolation = self._isolation(opts, ctx, temp_dir, visible, view.home, unasked)
-        try:
-            conf = Confinement(
-                write_roots=write_roots,
-                temp_dir=temp_dir,
-                network=opts.network,
-                extra_write=extra_write,
-                filesystem=confine,
-                support=support,
-                view=view,
-                guard=guard,
-                isolation=isolation,
-            )
-            if conf.isolation is not None:
-                prepare_tmp(conf.isolation)
-        except OSError as exc:
-            raise ToolFailure(
-                text(ctx.locale, CATALOG, "unavailable", reason=str(exc)),
-                code=ErrorCode.SANDBOX_UNAVAILABLE,
-            ) from exc
-        return conf, note
-
-    @staticmethod
-    def _guard(opts: _Options, ctx: ToolContext, state: _ShellState) -> WriteGuard:
-        """`.git` read-only at any depth, hidden paths pinned, missing ones uncreatable."""
-        writable = [
-            *map(str, ctx.write_roots),
-            *(os.path.expanduser(p) for p in opts.extra_write_paths),
-        ]
-        home = os.path.realpath(Path.home())
-        return plan_write_guard(
-            write_roots=writable, hidden=current_hidden(ctx), home=home, git=state.git
-        )
-
-    def _isolation(
-        self,
-        opts: _Options,
-        ctx: ToolContext,
-        temp_dir: Path,
-        visible: Sequence[str],
-        home: str | None,
-        unasked: bool,
-    ) -> Isolation:
-        """The session's own /tmp, an empty /run, other programs' sockets covered.
-
-        What the command needs that lies under the host's /tmp stays visible: the roots, the
-        home (or its covered view), the programs on PATH and their virtual environments. A
-        line nobody approved reaches no socket that was listening before it started, not even
-        one in the workspace (a dev server, a language server, an approved background job).
-        """
-        roots = [str(r) for r in (ctx.cwd, *ctx.read_roots, *ctx.write_roots)]
-        # Shown read-only, unless it lies in a hidden place (handrail's own state folder).
-        results = ctx.session.results_path()
-        seen = [*visible, *_path_dirs(os.environ.get("PATH", ""), os.path.realpath(Path.home()))]
-        return plan_isolation(
-            tmp=temp_dir,
-            visible=seen,
-            own=[] if unasked else [*roots, os.path.realpath(temp_dir)],
-            results=results if hidden_entry(str(results), current_hidden(ctx)) is None else None,
-            allow_sockets=[os.path.expanduser(p) for p in opts.unix_sockets],
-            covered=[home] if home else [],
-        )
-
-    @staticmethod
-    def _visible(
-        opts: _Options, ctx: ToolContext, temp_dir: Path, extra_write: Sequence[str]
-    ) -> list[str]:
-        """What a command needs to see: roots, cwd, extra paths, the toolchains on PATH."""
-        home = os.path.realpath(Path.home())
-        tools = toolchain_dirs(os.environ.get("PATH", ""), home)
-        roots = [str(r) for r in (ctx.cwd, *ctx.read_roots, *ctx.write_roots)]
-        return [
-            # The roots and the cwd are resolved already; the settings' paths are not.
-            *roots,
-            os.path.realpath(temp_dir),
-            *(os.path.realpath(p) for p in extra_write),
-            *(os.path.realpath(os.path.expanduser(p)) for p in opts.extra_read_paths),
-            *tools,
-            # A venv in a root or on PATH whose base interpreter lives under the home.
-            *venv_bases([*roots, *tools], home),
-        ]
-
-    def _read_view(self, opts: _Options, ctx: ToolContext, visible: Sequence[str]) -> ReadView:
-        """What the command may read: the home hidden but for what it needs; hidden paths never.
-
-        With `confine_reads` off the home stays visible, and only the hidden paths are covered.
-        """
-        home = os.path.realpath(Path.home())
-        return plan_read_view(
-            home=home if opts.confine_reads else None, visible=visible, hidden=current_hidden(ctx)
-        )
 
     async def run(self, args: RunShellArgs, ctx: ToolContext) -> ToolResult:
         """Run the command (or start it in the background) and report how it ended."""
@@ -496,11 +332,24 @@ class RunShell(Tool):
         # Nobody approved it (it was judged read-only, or the session is in plan mode): the
         # kernel, not the parser, keeps it from writing.
         unasked = ctx.granted_by == "read_only"
-        guard = None
-        if not unasked and opts.sandbox and (self._support or sandbox_support()).namespaces:
-            # A thread: the first look for `.git` folders walks the whole workspace.
-            guard = await asyncio.to_thread(self._guard, opts, ctx, state)
-        conf, unsandboxed_note = self._confinement(opts, ctx, state, unasked, guard)
+        try:
+            shell = await state.sandbox.confine(
+                ctx,
+                unasked=unasked,
+                sandbox=opts.sandbox,
+                allow_unsandboxed=opts.allow_unsandboxed,
+                network=opts.network,
+                extra_write_paths=opts.extra_write_paths,
+                extra_read_paths=opts.extra_read_paths,
+                confine_reads=opts.confine_reads,
+                unix_sockets=opts.unix_sockets,
+                support=self._support,
+            )
+        except SandboxUnavailable as exc:
+            raise _unavailable(loc, exc) from exc
+        unsandboxed_note = ""
+        if shell.unsandboxed_reason is not None:
+            unsandboxed_note = text(loc, CATALOG, "unsandboxed", reason=shell.unsandboxed_reason)
         results = ctx.session.results_path()
         if args.run_in_background:
             job_id = f"sh-{state.next_id}"
@@ -522,18 +371,15 @@ class RunShell(Tool):
 
         before = {} if args.run_in_background else _read_files_state(ctx.session)
         try:
-            with conf if conf is not None else contextlib.nullcontext():
-                iso = conf.isolation if conf is not None else None
-                tmp = "/tmp" if iso is not None and iso.tmp else str(state.temp_dir)
-                proc = await ShellProcess.start(
-                    args.command,
-                    cwd=ctx.cwd,
-                    env=self._env(opts, tmp, args, ctx.cwd, unasked),
-                    capture=capture,
-                    confinement=conf,
-                    on_data=None if args.run_in_background else on_data,
-                    log_path=log,
-                )
+            proc = await shell.start(
+                args.command,
+                cwd=ctx.cwd,
+                env=self._env(opts),
+                capture=capture,
+                read_only=self.read_only(args),
+                on_data=None if args.run_in_background else on_data,
+                log_path=log,
+            )
         except OSError as exc:
             capture.close()
             raise ToolFailure(
@@ -542,21 +388,13 @@ class RunShell(Tool):
                 if isinstance(exc, SandboxSetupError)
                 else ErrorCode.EXECUTION_ERROR,
             ) from exc
-        if not unasked and "git" in args.command:
-            state.git.forget()  # it may make a repository: look for `.git` folders again
-        mechanism = conf.label if conf is not None else "none"
-        reads = {"reads": "unconfined"}
-        if conf is not None and conf.reads_by is not None:
-            # Without confine_reads the home stays visible: only the hidden paths are covered.
-            reads = {
-                "reads": "confined" if opts.confine_reads else "secrets_hidden",
-                "reads_by": conf.reads_by,
-            }
+        mechanism = shell.mechanism
+        # Without confine_reads the home stays visible: only the hidden paths are covered.
+        reads: dict[str, str] = {"reads": shell.reads}
+        if shell.reads_by is not None:
+            reads["reads_by"] = shell.reads_by
         # Which sandbox the line ran in: only its $TMPDIR writable, or the write roots too.
-        if conf is not None and conf.filesystem:
-            reads["writes"] = "tmpdir" if unasked else "write_roots"
-        else:
-            reads["writes"] = "unconfined"
+        reads["writes"] = shell.writes
         if args.run_in_background:
             assert log is not None
             start_job(
@@ -708,6 +546,21 @@ class RunShell(Tool):
                 "timeout_seconds": args.timeout_seconds,
             },
         )
+
+
+def _unavailable(loc: str, exc: SandboxUnavailable) -> ToolFailure:
+    """What the model reads when the command cannot run for want of a sandbox."""
+    if exc.kind == "temp_in_root":
+        return ToolFailure(
+            text(loc, CATALOG, "temp_in_root", temp=exc.detail),
+            code=ErrorCode.SANDBOX_UNAVAILABLE,
+        )
+    return ToolFailure(
+        text(loc, CATALOG, "unavailable", reason=exc.detail),
+        code=ErrorCode.SANDBOX_UNAVAILABLE,
+        # The machine offers none (rather than this command's sandbox failing to set up).
+        metadata={"sandbox": "none", "reason": exc.detail} if exc.kind == "no_sandbox" else None,
+    )
 
 
 _STALE_CHECK_LIMIT = 2_000

@@ -30,7 +30,7 @@ from .. import (
     ToolKind,
     ToolResult,
 )
-from ..sandbox import GitScan, OutputCapture, ShellProcess, read_log
+from ..sandbox import OutputCapture, ShellProcess, ShellSandbox, read_log
 from ._displays import shell_output_display
 from ._i18n import text
 from ._shell_text import CATALOG, OUTPUT_CHARS, short_command
@@ -74,13 +74,13 @@ class _Job:
 
 @dataclass(kw_only=True)
 class _ShellState:
-    """Per-session: the private temporary folder and the background jobs."""
+    """Per-session: the shell's sandbox (its private temporary folder) and the background jobs."""
 
-    temp_dir: Path
+    sandbox: ShellSandbox
+    """`$TMPDIR`, and the `.git` folders found in the write roots, kept read-only for commands
+    that write."""
     jobs: dict[str, _Job] = field(default_factory=dict[str, "_Job"])
     next_id: int = 1
-    git: GitScan = field(default_factory=GitScan)
-    """The `.git` folders found in the write roots, kept read-only for commands that write."""
 
 
 def shell_state(session: Session) -> _ShellState:
@@ -92,7 +92,7 @@ def shell_state(session: Session) -> _ShellState:
     state = session.data.get(_STATE_KEY)
     if isinstance(state, _ShellState):
         return state
-    new = _ShellState(temp_dir=session.temp_path("tmp"))
+    new = _ShellState(sandbox=ShellSandbox(session.temp_path("tmp")))
     # setdefault: two parallel calls of one session end up sharing one state.
     state = session.data.setdefault(_STATE_KEY, new)
     if state is new:

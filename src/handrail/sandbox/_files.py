@@ -23,7 +23,7 @@ from .._atomic import current_umask, replace_in_dir, sweep_stale_temps
 from .._context import ToolContext
 from .._contract import ErrorCode
 from ..errors import ToolFailure
-from ._confine import confine_read, confine_write, inside, protected_part, refuse_hidden
+from ._containment import confine_read, confine_write, inside, protected_part, refuse_hidden
 
 __all__ = [
     "FileData",

@@ -36,8 +36,8 @@ from typing import Literal
 from .._context import ToolContext
 from .._contract import ErrorCode
 from ..errors import ToolFailure
-from ._confine import confine_read, inside
-from ._process import kill_tree
+from ._containment import confine_read, inside
+from ._timed_command import kill_tree
 
 __all__ = [
     "VCS_DIRS",

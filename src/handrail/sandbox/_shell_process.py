@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._confinement import Confinement, members_of, open_namespace
+from ._os_confinement import Confinement, members_of, open_namespace
 from ._parent_death import DEATH_SIGNAL, ParentDeath, supervised_argv, supported
-from ._process import _descendants, _pipe_holders  # pyright: ignore[reportPrivateUsage]
 from ._programs import system_which
+from ._timed_command import _descendants, _pipe_holders  # pyright: ignore[reportPrivateUsage]
 
 if TYPE_CHECKING:
     from ._capture import OutputCapture

@@ -1,4 +1,4 @@
-"""Confinement: is a resolved path inside the roots a call may read or write?
+"""Containment: is a resolved path inside the roots a call may read or write?
 
 The policy refuses calls whose declared paths fall outside the roots before they run; tools
 check again here, on the path they are about to open, so that what runs is what was allowed.
