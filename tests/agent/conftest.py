@@ -32,7 +32,7 @@ from handrail.agent import (
     TextDelta,
     UserMessage,
 )
-from handrail.agent._wire import CallReady
+from handrail.agent._codecs import CallReady
 from handrail.testing import ModelServer, ScriptItem
 
 PROVIDERS = ["openai_chat", "openai_responses", "anthropic", "gemini"]

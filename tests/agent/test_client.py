@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from handrail.agent import PRESETS, AssistantMessage, ModelClient, ModelError, TextDelta
-from handrail.agent._wire import CallReady
+from handrail.agent._codecs import CallReady
 from handrail.errors import ConfigurationError
 from handrail.testing import Fault, ModelServer, Reply, ToolUse
 
@@ -73,7 +73,7 @@ async def test_streamed_items_arrive_piece_by_piece_message_last(
 async def test_whole_responses_give_the_same_items_once_each(
     serve: Serve, connect: Connect, provider: str
 ) -> None:
-    # (Reasoning in whole answers: test_wire.test_reasoning_streamed_or_whole.)
+    # (Reasoning in whole answers: test_codecs.test_reasoning_streamed_or_whole.)
     calls = [
         ToolUse("read_file", {"path": "a.py"}, id="call_1"),
         ToolUse("read_file", {"path": "b.py"}, id="call_2"),
@@ -495,10 +495,10 @@ def test_presets_pick_wire_format_endpoint_and_key(
 
 def test_deepseek_requests_go_to_its_own_chat_completions() -> None:
     client = ModelClient.from_spec("deepseek:deepseek-chat")
-    assert client.wire.url(client.base_url, client.model, stream=True) == (
+    assert client.codec.url(client.base_url, client.model, stream=True) == (
         "https://api.deepseek.com/chat/completions"
     )
-    assert "max_tokens" in client.wire.body(ask(max_output_tokens=10), stream=True)
+    assert "max_tokens" in client.codec.body(ask(max_output_tokens=10), stream=True)
 
 
 def test_options_win_over_the_preset() -> None:

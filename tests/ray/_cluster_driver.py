@@ -26,7 +26,7 @@ from ray.util.placement_group import placement_group, remove_placement_group
 
 import ray
 from handrail.ray import SessionPool
-from handrail.ray._wire import MAGIC, NONCE
+from handrail.ray._channel import MAGIC, NONCE
 
 RESULT = "CLUSTER-RESULT "
 SLEEP = "sleep 600"  # far longer than any wait here: a result means the loss was seen

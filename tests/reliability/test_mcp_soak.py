@@ -75,7 +75,7 @@ def served(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, str, Pa
             proc.stderr.close()
 
 
-class Wire:
+class HttpConnection:
     """One keep-alive HTTP/1.1 connection speaking JSON-RPC POSTs (h11 does the HTTP)."""
 
     def __init__(
@@ -87,7 +87,7 @@ class Wire:
         self.conn = h11.Connection(our_role=h11.CLIENT)
 
     @classmethod
-    async def open(cls, url: str) -> Wire:
+    async def open(cls, url: str) -> HttpConnection:
         authority = url.split("//", 1)[1].split("/", 1)[0]
         host, port = authority.rsplit(":", 1)
         reader, writer = await asyncio.open_connection(host, int(port))
@@ -191,15 +191,15 @@ async def client(url: str, token: str, n: int, errors: list[str]) -> None:
             "clientInfo": {"name": "soak", "version": "1"},
         },
     }
-    wire = await Wire.open(url)
+    conn = await HttpConnection.open(url)
     try:
-        status, got, body = await wire.send("POST", path, headers, json.dumps(init).encode())
+        status, got, body = await conn.send("POST", path, headers, json.dumps(init).encode())
         assert status == 200, (status, body[:200])
         reply = reply_of(got.get("content-type", ""), body, 0)
         headers["mcp-protocol-version"] = reply["result"]["protocolVersion"]
         headers["mcp-session-id"] = got["mcp-session-id"]
         note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        status, _, _ = await wire.send("POST", path, headers, json.dumps(note).encode())
+        status, _, _ = await conn.send("POST", path, headers, json.dumps(note).encode())
         assert status in (200, 202), status
         try:
             for i, (name, args, want) in enumerate(plan(n, CALLS), start=1):
@@ -209,7 +209,7 @@ async def client(url: str, token: str, n: int, errors: list[str]) -> None:
                     "method": "tools/call",
                     "params": {"name": name, "arguments": args},
                 }
-                status, got, body = await wire.send(
+                status, got, body = await conn.send(
                     "POST", path, headers, json.dumps(request).encode()
                 )
                 if status != 200:
@@ -221,9 +221,9 @@ async def client(url: str, token: str, n: int, errors: list[str]) -> None:
                 if result != want:
                     errors.append(f"client {n} call {i} {name}: {json.dumps(reply)[:300]}")
         finally:
-            await wire.send("DELETE", path, headers)
+            await conn.send("DELETE", path, headers)
     finally:
-        await wire.close()
+        await conn.close()
 
 
 async def crowd(url: str, token: str, ids: range) -> list[str]:

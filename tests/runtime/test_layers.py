@@ -19,7 +19,7 @@ ORDER = [
     "_shaping",
     "_calls",
     "_results",
-    "_rich",
+    "_result_content",
     "_hooks",
     "_runner",
     "_pipeline",

@@ -35,6 +35,7 @@ from ._catalog import Preset as Preset
 from ._catalog import Prices as Prices
 from ._catalog import model_info as model_info
 from ._client import ModelClient as ModelClient
+from ._codecs import ModelRequest as ModelRequest
 from ._compaction import CompactionSettings as CompactionSettings
 from ._conversation import AssistantMessage as AssistantMessage
 from ._conversation import Message as Message
@@ -71,7 +72,6 @@ from ._sessions import latest_session as latest_session
 from ._sessions import load_session as load_session
 from ._sessions import state_dir as state_dir
 from ._subagents import AgentTool as AgentTool
-from ._wire import ModelRequest as ModelRequest
 
 __all__ = [
     "PRESETS",

@@ -26,18 +26,18 @@ import httpx
 
 from ..errors import ConfigurationError, ModelError
 from ._catalog import PRESETS, ModelInfo, Prices, model_info
-from ._conversation import AssistantMessage
-from ._events import ModelRetry, ReasoningDelta, TextDelta
-from ._sse import read_sse
-from ._wire import (
+from ._codecs import (
     CallReady,
+    Codec,
     Decoder,
     ModelRequest,
     StreamItem,
-    Wire,
+    codec_for,
     error_text,
-    wire_for,
 )
+from ._conversation import AssistantMessage
+from ._events import ModelRetry, ReasoningDelta, TextDelta
+from ._sse import read_sse
 
 __all__ = ["ModelClient"]
 
@@ -104,14 +104,15 @@ class ModelClient:
             raise ConfigurationError("max_retries must be >= 0 and timeout positive")
         self.provider = provider
         self.model = model
-        self.wire: Wire = wire_for(provider, base_url or "")
-        self.base_url = (base_url or self.wire.default_base_url).rstrip("/")
-        self.wire = wire_for(provider, self.base_url)
-        official = self.base_url == self.wire.default_base_url.rstrip("/")
+        self.codec: Codec = codec_for(provider, base_url or "")
+        self.base_url = (base_url or self.codec.default_base_url).rstrip("/")
+        self.codec = codec_for(provider, self.base_url)
+        """How requests and responses look on the wire (URL, headers, body, decoding)."""
+        official = self.base_url == self.codec.default_base_url.rstrip("/")
         if api_key_env is None:
             # A provider's key goes only to that provider: another base URL (a local server, a
             # gateway) gets a key only from a variable named for it.
-            api_key_env = self.wire.key_env if official else ""
+            api_key_env = self.codec.key_env if official else ""
         self.api_key_env = api_key_env
         """The variable the key is read from (`""`: none is sent)."""
         self.preset = provider
@@ -241,9 +242,9 @@ class ModelClient:
             request = replace(request, max_output_tokens=self.max_output_tokens)
         if self.extra_body:
             request = replace(request, extra={**self.extra_body, **request.extra})
-        url = self.wire.url(self.base_url, self.model, stream=self.stream)
-        headers = {**self.wire.headers(key), **self.headers}
-        body = self.wire.body(request, stream=self.stream)
+        url = self.codec.url(self.base_url, self.model, stream=self.stream)
+        headers = {**self.codec.headers(key), **self.headers}
+        body = self.codec.body(request, stream=self.stream)
         attempt = 0
         while True:
             attempt += 1
@@ -280,12 +281,12 @@ class ModelClient:
                     raise await self._http_error(resp)
                 if not self.stream:
                     data = await resp.aread()
-                    decoder = self.wire.parse(_json_body(data), request)
+                    decoder = self.codec.parse(_json_body(data), request)
                     for text_item in _whole_items(decoder):
                         yield text_item
                     yield decoder.message()
                     return
-                decoder = self.wire.decoder(request)
+                decoder = self.codec.decoder(request)
                 try:
                     # Read to the end of the body, past the final marker: a response read
                     # whole hands its connection back to the pool for the next turn.

@@ -35,6 +35,7 @@ from ..permissions import rules_to_allow, user_settings_path
 from ..runtime import ApproverFunc, Runtime
 from ._budget import Budget
 from ._catalog import ModelInfo
+from ._codecs import CallReady, ModelRequest, StreamItem
 from ._compaction import (
     SUMMARY_SYSTEM,
     CompactionSettings,
@@ -81,7 +82,6 @@ from ._sessions import (
     state_dir,
 )
 from ._text import say
-from ._wire import CallReady, ModelRequest, StreamItem
 
 __all__ = ["Agent", "ApprovalFunc", "EventFunc", "Model"]
 

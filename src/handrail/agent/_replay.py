@@ -16,10 +16,10 @@ from typing import Any
 from .._contract import Approval, ToolResult
 from ..errors import ModelError
 from ._catalog import ModelInfo, model_info
+from ._codecs import CallReady, ModelRequest, StreamItem
 from ._conversation import AssistantMessage, Message, ToolResults, UserMessage
 from ._events import ApprovalAsked, ModelRetry, TextDelta
 from ._sessions import SavedSession
-from ._wire import CallReady, ModelRequest, StreamItem
 
 __all__ = ["Difference", "ReplayModel", "compare", "prompts", "recorded_approver"]
 

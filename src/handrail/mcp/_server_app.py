@@ -64,7 +64,7 @@ from ._http_listen import bind_sockets, close_all
 from ._http_token import publish_token, withdraw_token
 from ._mode_ceiling import ModeCeilingPolicy
 from ._server import _ASKER  # pyright: ignore[reportPrivateUsage]
-from ._server_wire import (
+from ._server_payloads import (
     approval_message,
     call_result,
     deferred_note,

@@ -1,7 +1,7 @@
 """A session host: many sessions in one process, each a `Runtime` over its own workspace.
 
 Plain asyncio, no Ray: `_ray.py` wraps it in an actor. The host serves its operations on a
-socket (`_wire.py`) and keeps, per session, its `Runtime`, its workspace and its time limits.
+socket (`_channel.py`) and keeps, per session, its `Runtime`, its workspace and its time limits.
 What it guarantees:
 
 * every operation on a session that is gone (closed, expired, never opened here) answers
@@ -36,7 +36,7 @@ from .._registry import Registry
 from .._tool import Tool
 from ..runtime import Batch, Runtime, StreamingExecutor
 from . import _failures
-from ._wire import Connection, Extra, serve_connection
+from ._channel import Connection, Extra, serve_connection
 from ._workspace import Workspace, remove_workspace
 
 __all__ = ["RUNTIME_OPTIONS", "HostConfig", "HostCore", "ToolSpec", "tool_spec"]

@@ -19,7 +19,7 @@ from typing import Any
 from .._contract import ToolResult
 from ..errors import ConfigurationError
 from . import _failures, _ray
-from ._wire import ERROR, Channel, ChannelClosed
+from ._channel import ERROR, Channel, ChannelClosed
 
 __all__ = ["HostLink"]
 

@@ -21,10 +21,10 @@ from typing import Any
 from .._contract import ErrorCode, ToolResult
 from ..errors import ConfigurationError
 from . import _failures, _ray
+from ._channel import ERROR, ChannelClosed
 from ._client import RemoteRuntime
 from ._host import RUNTIME_OPTIONS, HostConfig, ToolsFactory
 from ._link import HostLink
-from ._wire import ERROR, ChannelClosed
 from ._workspace import EmptyWorkspace, Workspace
 
 __all__ = ["SessionPool"]

@@ -24,7 +24,7 @@ from .._contract import Approval, ErrorCode, ProgressEvent, ToolCall, ToolResult
 from ..errors import ConfigurationError
 from ..runtime import Batch
 from . import _failures
-from ._wire import END, ITEM, Channel, ChannelClosed
+from ._channel import END, ITEM, Channel, ChannelClosed
 
 if TYPE_CHECKING:
     from ._client import RemoteRuntime

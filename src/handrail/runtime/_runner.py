@@ -38,8 +38,8 @@ from ._calls import Plan, Prepared, ProgressFunc, RunState
 from ._gate import HELD, Hold, gate_of, inner_gate
 from ._hooks import hook_event, run_post_hooks
 from ._messages import say
+from ._result_content import content_result, fit_parts
 from ._results import exc_text, fail, shape
-from ._rich import fit_parts, rich
 from ._threads import POOL
 
 logger = logging.getLogger("handrail")
@@ -232,7 +232,7 @@ class Runner:
         if text and len(text) <= tool.max_result_chars and tool.output_check is None:
             result = make_result(True, text, call.id, tool.name, time.perf_counter() - p.t0)
         else:
-            value = rich(value, tool, self.locale)
+            value = content_result(value, tool, self.locale)
             result = fit_parts(shape(self.locale, value, tool, call, session, p.t0), value)
         if notes or plan.post:
             return await self._post(p, plan, session, result, notes, failed=not result.ok)

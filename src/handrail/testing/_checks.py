@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._content_checks import CONTENT_CHECKS
-from ._wire import arr, obj, text
+from ._render import arr, obj, text
 
 __all__ = ["CHECKS", "check"]
 

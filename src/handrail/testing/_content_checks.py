@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ._wire import arr, obj, text
+from ._render import arr, obj, text
 
 __all__ = ["CONTENT_CHECKS"]
 

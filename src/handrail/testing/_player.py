@@ -13,12 +13,12 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ._checks import check
 from ._http import Abort, Handler, read_body, send, send_json, write_chunk, write_last_chunk
+from ._render import Context, Event, Ids, Renderer, obj, text
+from ._render_anthropic import AnthropicRenderer
+from ._render_gemini import GeminiRenderer, gemini_array
+from ._render_openai_chat import OpenAIChatRenderer
+from ._render_openai_responses import OpenAIResponsesRenderer
 from ._script import MAX_SLEEP, Fault, RecordedRequest, Reply, ScriptItem
-from ._wire import Context, Event, Ids, Wire, obj, text
-from ._wire_anthropic import AnthropicWire
-from ._wire_gemini import GeminiWire, gemini_array
-from ._wire_openai_chat import OpenAIChatWire
-from ._wire_openai_responses import OpenAIResponsesWire
 
 __all__ = ["BASES", "Player"]
 
@@ -79,9 +79,14 @@ class Player:
         self.problems: list[str] = []
         self.connections: set[socket.socket] = set()
         self.closing = threading.Event()
-        self.wires: dict[str, Wire] = {
+        self.renderers: dict[str, Renderer] = {
             w.provider: w
-            for w in (OpenAIChatWire(), OpenAIResponsesWire(), AnthropicWire(), GeminiWire())
+            for w in (
+                OpenAIChatRenderer(),
+                OpenAIResponsesRenderer(),
+                AnthropicRenderer(),
+                GeminiRenderer(),
+            )
         }
 
     # -- the App protocol --------------------------------------------------------------------
@@ -133,23 +138,25 @@ class Player:
             message = f"handrail.testing: no endpoint for {h.command} {path}"
             send_json(h, 404, {"error": {"message": message, "type": "invalid_request_error"}})
             return
-        wire = self.wires[provider]
+        renderer = self.renderers[provider]
         if self.key is not None:
-            failure = wire.auth_failure(headers, query, self.key)
+            failure = renderer.auth_failure(headers, query, self.key)
             if failure is not None:
-                self._json(h, wire, *failure)
+                self._json(h, renderer, *failure)
                 return
         if not is_json:
             self.problem(f"{label}: the body is not JSON")
-            self._json(h, wire, 400, wire.error(400, "The request body is not valid JSON."))
+            self._json(h, renderer, 400, renderer.error(400, "The request body is not valid JSON."))
             return
         found = check(provider, body)
         for problem in found:
             self.problem(f"{label}: {problem}")
         if found and self.strict:
-            self._json(h, wire, 400, wire.error(400, "handrail.testing: " + "; ".join(found)))
+            self._json(
+                h, renderer, 400, renderer.error(400, "handrail.testing: " + "; ".join(found))
+            )
             return
-        self._play(h, wire, record, label)
+        self._play(h, renderer, record, label)
 
     # -- answers -----------------------------------------------------------------------------
 
@@ -161,49 +168,51 @@ class Player:
     def _json(
         self,
         h: Handler,
-        wire: Wire,
+        renderer: Renderer,
         status: int,
         body: Mapping[str, Any],
         headers: Mapping[str, str] | None = None,
     ) -> None:
         out = dict(headers or {})
-        if wire.request_id_header():
-            out.setdefault(wire.request_id_header(), self.ids.make("req_"))
+        if renderer.request_id_header():
+            out.setdefault(renderer.request_id_header(), self.ids.make("req_"))
         send_json(h, status, body, out)
 
-    def _play(self, h: Handler, wire: Wire, record: RecordedRequest, label: str) -> None:
+    def _play(self, h: Handler, renderer: Renderer, record: RecordedRequest, label: str) -> None:
         with self.lock:
             item = self.items.popleft() if self.items else None
         if item is None:
             self.problem(f"{label}: script exhausted")
             message = "handrail.testing: script exhausted: no reply left for this request"
-            self._json(h, wire, 500, wire.error(500, message))
+            self._json(h, renderer, 500, renderer.error(500, message))
             return
         if not isinstance(item, Reply | Fault):
             try:
                 item = item(record)
             except Exception as exc:
                 self.problem(f"{label}: the script function raised {exc!r}")
-                self._json(h, wire, 500, wire.error(500, f"handrail.testing: {exc!r}"))
+                self._json(h, renderer, 500, renderer.error(500, f"handrail.testing: {exc!r}"))
                 return
             if not isinstance(item, Reply | Fault):  # pyright: ignore[reportUnnecessaryIsInstance]
                 self.problem(
                     f"{label}: the script function returned {item!r}, not a Reply or Fault"
                 )
-                self._json(h, wire, 500, wire.error(500, "handrail.testing: bad script item"))
+                self._json(
+                    h, renderer, 500, renderer.error(500, "handrail.testing: bad script item")
+                )
                 return
         if isinstance(item, Fault):
-            self._fault(h, wire, item)
+            self._fault(h, renderer, item)
             return
         ctx = Context.of(record.model, record.body, self.ids)
         if not record.stream:
             self._sleep(item.first_delay)
-            self._json(h, wire, 200, wire.body(item, ctx))
+            self._json(h, renderer, 200, renderer.body(item, ctx))
             return
-        sse = wire.provider != "gemini" or record.query.get("alt") == "sse"
-        self._stream(h, wire, item, wire.events(item, ctx), sse)
+        sse = renderer.provider != "gemini" or record.query.get("alt") == "sse"
+        self._stream(h, renderer, item, renderer.events(item, ctx), sse)
 
-    def _fault(self, h: Handler, wire: Wire, fault: Fault) -> None:
+    def _fault(self, h: Handler, renderer: Renderer, fault: Fault) -> None:
         self._sleep(fault.first_delay)
         if fault.disconnect:
             raise Abort
@@ -217,31 +226,33 @@ class Player:
         if isinstance(fault.body, Mapping):
             body = dict(fault.body)
         else:
-            body = wire.error(fault.status, fault.body or "")
-        self._json(h, wire, fault.status, body, headers)
+            body = renderer.error(fault.status, fault.body or "")
+        self._json(h, renderer, fault.status, body, headers)
 
-    def _stream(self, h: Handler, wire: Wire, reply: Reply, events: list[Event], sse: bool) -> None:
+    def _stream(
+        self, h: Handler, renderer: Renderer, reply: Reply, events: list[Event], sse: bool
+    ) -> None:
         self._sleep(reply.first_delay)
-        frames = [_frame(e, wire.line_end) for e in events] if sse else gemini_array(events)
+        frames = [_frame(e, renderer.line_end) for e in events] if sse else gemini_array(events)
         h.send_response(200)
-        kind = wire.stream_content_type if sse else "application/json; charset=UTF-8"
+        kind = renderer.stream_content_type if sse else "application/json; charset=UTF-8"
         h.send_header("Content-Type", kind)
         h.send_header("Transfer-Encoding", "chunked")
         h.send_header("Cache-Control", "no-cache")
-        if wire.request_id_header():
-            h.send_header(wire.request_id_header(), self.ids.make("req_"))
+        if renderer.request_id_header():
+            h.send_header(renderer.request_id_header(), self.ids.make("req_"))
         h.end_headers()
         self._sleep(reply.hang)
         # A cut stream never carries its final marker.
         cut = None if reply.cut_after is None else min(reply.cut_after, len(frames) - 1)
-        bad = _frame(Event(_MALFORMED), wire.line_end) if sse else ",\r\n" + _MALFORMED
+        bad = _frame(Event(_MALFORMED), renderer.line_end) if sse else ",\r\n" + _MALFORMED
         for n, frame in enumerate(frames):
             if n == cut:
                 raise Abort
             if n == reply.malformed_after:
                 # Named like the event it stands before, so a client parses its data.
                 named = Event(_MALFORMED, name=events[n].name)
-                write_chunk(h, _frame(named, wire.line_end) if sse else bad)
+                write_chunk(h, _frame(named, renderer.line_end) if sse else bad)
             self._sleep(reply.delay if n > 0 else 0)
             write_chunk(h, frame)
         if reply.malformed_after is not None and reply.malformed_after >= len(frames):

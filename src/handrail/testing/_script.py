@@ -1,7 +1,7 @@
 """The script's values: replies, faults, and the requests the server saw.
 
 `Reply` is what the model says, `Fault` how a request fails, `RecordedRequest` what arrived.
-Plain frozen data; the wire modules render them.
+Plain frozen data; the `_render_*` modules render them.
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ from .._sse import SseEvent
 
 __all__ = [
     "CallReady",
+    "Codec",
     "Decoder",
     "ModelRequest",
     "StreamItem",
     "ToolsPayload",
-    "Wire",
     "arguments_object",
     "arguments_text",
     "error_text",
@@ -144,7 +144,7 @@ class Decoder:
         )
 
 
-class Wire(Protocol):
+class Codec(Protocol):
     """One provider's wire format: URL, headers, body, and response decoding."""
 
     provider: str

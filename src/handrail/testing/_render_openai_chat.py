@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._render import Context, Event, dumps, obj, pieces
 from ._script import Reply
-from ._wire import Context, Event, dumps, obj, pieces
 
-__all__ = ["OpenAIChatWire", "openai_auth_failure", "openai_error"]
+__all__ = ["OpenAIChatRenderer", "openai_auth_failure", "openai_error"]
 
 _STOPS = {"end": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 
@@ -80,7 +80,7 @@ def _usage(reply: Reply) -> dict[str, Any]:
     }
 
 
-class OpenAIChatWire:
+class OpenAIChatRenderer:
     """`POST /v1/chat/completions`."""
 
     provider = "openai_chat"

@@ -38,7 +38,7 @@ def _usage(raw: Mapping[str, Any]) -> Usage:
     )
 
 
-class OpenAIResponsesWire:
+class OpenAIResponsesCodec:
     """Responses: `instructions` + `input` items, function tools, SSE with typed events."""
 
     provider = "openai_responses"

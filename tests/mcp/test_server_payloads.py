@@ -33,7 +33,7 @@ from handrail import (
     tool,
 )
 from handrail.builtin import coding_tools
-from handrail.mcp._server_wire import (
+from handrail.mcp._server_payloads import (
     CATALOG,
     approval_message,
     call_result,

@@ -12,10 +12,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ._render import Context, Event, dumps, pieces
 from ._script import Reply
-from ._wire import Context, Event, dumps, pieces
 
-__all__ = ["GeminiWire", "gemini_array"]
+__all__ = ["GeminiRenderer", "gemini_array"]
 
 _STOPS = {"end": "STOP", "tool_use": "STOP", "max_tokens": "MAX_TOKENS"}
 
@@ -63,7 +63,7 @@ def _call_part(reply: Reply, index: int) -> dict[str, Any]:
     return {"functionCall": function}
 
 
-class GeminiWire:
+class GeminiRenderer:
     """`POST /v1beta/models/{model}:generateContent` and `:streamGenerateContent`."""
 
     provider = "gemini"

@@ -19,8 +19,7 @@ from typing import Any
 
 import pytest
 
-from handrail.ray._host import HostConfig, HostCore
-from handrail.ray._wire import (
+from handrail.ray._channel import (
     MAGIC,
     NONCE,
     OK,
@@ -30,6 +29,7 @@ from handrail.ray._wire import (
     client_handshake,
     pack,
 )
+from handrail.ray._host import HostConfig, HostCore
 from handrail.ray._workspace import EmptyWorkspace
 
 from .conftest import TOOLS

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._render import Context, Event, Ids, dumps, pieces
 from ._script import Reply
-from ._wire import Context, Event, Ids, dumps, pieces
 
-__all__ = ["AnthropicWire"]
+__all__ = ["AnthropicRenderer"]
 
 _STOPS = {"end": "end_turn", "tool_use": "tool_use", "max_tokens": "max_tokens"}
 
@@ -50,7 +50,7 @@ def _usage(reply: Reply, output_tokens: int) -> dict[str, Any]:
     }
 
 
-class AnthropicWire:
+class AnthropicRenderer:
     """`POST /v1/messages`."""
 
     provider = "anthropic"

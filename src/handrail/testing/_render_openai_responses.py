@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ._render import Context, Event, dumps, pieces
+from ._render_openai_chat import openai_auth_failure, openai_error
 from ._script import Reply
-from ._wire import Context, Event, dumps, pieces
-from ._wire_openai_chat import openai_auth_failure, openai_error
 
-__all__ = ["OpenAIResponsesWire"]
+__all__ = ["OpenAIResponsesRenderer"]
 
 
 def _usage(reply: Reply) -> dict[str, Any]:
@@ -122,7 +122,7 @@ def _text_part(value: str) -> dict[str, Any]:
     return {"type": "output_text", "annotations": [], "logprobs": [], "text": value}
 
 
-class OpenAIResponsesWire:
+class OpenAIResponsesRenderer:
     """`POST /v1/responses`."""
 
     provider = "openai_responses"

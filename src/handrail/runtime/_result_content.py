@@ -1,6 +1,7 @@
-"""Results richer than text: content parts, and structured content.
+"""What a tool returns beyond text: content parts, and structured content.
 
-Structured content is checked against the tool's output schema.
+`content_result` turns such a return value into a `ToolResult`; structured content is checked
+against the tool's output schema. `fit_parts` keeps the parts within the text cap after shaping.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from .._contract import ContentPart, ErrorCode, ResourcePart, TextPart, ToolResu
 from .._tool import Tool
 from ._messages import say
 
-__all__ = ["fit_parts", "rich"]
+__all__ = ["content_result", "fit_parts"]
 
 
-def rich(returned: Any, tool: Tool, locale: str) -> Any:
+def content_result(returned: Any, tool: Tool, locale: str) -> Any:
     """`value` as a `ToolResult` when it carries parts or structured content; else unchanged.
 
     A returned part, or a list mixing parts and strings, becomes a result with those parts.

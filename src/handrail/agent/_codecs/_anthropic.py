@@ -42,7 +42,7 @@ _STOPS = {
 }
 
 
-class AnthropicWire:
+class AnthropicCodec:
     """Messages API: `system` blocks, `tool_use` / `tool_result` blocks, typed SSE events."""
 
     provider = "anthropic"

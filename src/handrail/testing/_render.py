@@ -1,6 +1,6 @@
-"""What the four wire formats share: stream events, the render context, ids, JSON access.
+"""What the four renderers share: stream events, the render context, ids, JSON access.
 
-Each `_wire_*` module turns a `Reply` into that provider's stream events and whole response,
+Each `_render_*` module turns a `Reply` into that provider's stream events and whole response,
 and an error into its error body; `_server` does the HTTP around them.
 """
 
@@ -22,7 +22,7 @@ __all__ = [
     "Context",
     "Event",
     "Ids",
-    "Wire",
+    "Renderer",
     "arr",
     "dumps",
     "obj",
@@ -108,7 +108,7 @@ class Context:
         )
 
 
-class Wire(Protocol):
+class Renderer(Protocol):
     """One provider's formats: streamed events, whole responses, errors and credentials."""
 
     provider: str

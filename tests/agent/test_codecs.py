@@ -475,8 +475,8 @@ def test_openai_chat_uses_max_completion_tokens_only_on_openai_itself() -> None:
     request = ask(max_output_tokens=500)
     official = ModelClient("openai_chat", "gpt-x", api_key=KEY)
     local = ModelClient("openai_chat", "qwen3", base_url="http://127.0.0.1:9/v1")
-    assert official.wire.body(request, stream=True)["max_completion_tokens"] == 500
-    assert local.wire.body(request, stream=True)["max_tokens"] == 500
+    assert official.codec.body(request, stream=True)["max_completion_tokens"] == 500
+    assert local.codec.body(request, stream=True)["max_tokens"] == 500
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

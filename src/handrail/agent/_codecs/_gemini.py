@@ -39,7 +39,7 @@ _STOPS = {
 }
 
 
-class GeminiWire:
+class GeminiCodec:
     """Gemini API: `contents` with `user` / `model` roles, `functionCall` parts, SSE chunks."""
 
     provider = "gemini"

@@ -1,4 +1,4 @@
-"""The four wire formats a model client speaks, behind one interface (`Wire`).
+"""The four wire formats a model client speaks: a codec for each, behind one interface (`Codec`).
 
 Each renders a provider-neutral `ModelRequest` into its provider's URL, headers and body (tool
 schemas and results through `handrail.providers`, so the loop and a hand-written loop send the
@@ -8,38 +8,38 @@ same bytes), and decodes the streamed or whole response into deltas, ready calls
 
 from __future__ import annotations
 
-from ._anthropic import AnthropicWire as AnthropicWire
+from ._anthropic import AnthropicCodec as AnthropicCodec
 from ._base import CallReady as CallReady
+from ._base import Codec as Codec
 from ._base import Decoder as Decoder
 from ._base import ModelRequest as ModelRequest
 from ._base import StreamItem as StreamItem
-from ._base import Wire as Wire
 from ._base import error_text as error_text
-from ._gemini import GeminiWire as GeminiWire
-from ._openai_chat import OpenAIChatWire as OpenAIChatWire
-from ._openai_responses import OpenAIResponsesWire as OpenAIResponsesWire
+from ._gemini import GeminiCodec as GeminiCodec
+from ._openai_chat import OpenAIChatCodec as OpenAIChatCodec
+from ._openai_responses import OpenAIResponsesCodec as OpenAIResponsesCodec
 
 __all__ = [
-    "AnthropicWire",
+    "AnthropicCodec",
     "CallReady",
+    "Codec",
     "Decoder",
-    "GeminiWire",
+    "GeminiCodec",
     "ModelRequest",
-    "OpenAIChatWire",
-    "OpenAIResponsesWire",
+    "OpenAIChatCodec",
+    "OpenAIResponsesCodec",
     "StreamItem",
-    "Wire",
+    "codec_for",
     "error_text",
-    "wire_for",
 ]
 
 
-def wire_for(provider: str, base_url: str) -> Wire:
-    """The wire format named `provider` (one of `handrail.providers.PROVIDERS`)."""
+def codec_for(provider: str, base_url: str) -> Codec:
+    """The codec of the wire format named `provider` (one of `handrail.providers.PROVIDERS`)."""
     if provider == "openai_chat":
-        return OpenAIChatWire(base_url)
+        return OpenAIChatCodec(base_url)
     if provider == "openai_responses":
-        return OpenAIResponsesWire()
+        return OpenAIResponsesCodec()
     if provider == "anthropic":
-        return AnthropicWire()
-    return GeminiWire()
+        return AnthropicCodec()
+    return GeminiCodec()

@@ -45,7 +45,7 @@ def _usage(raw: Mapping[str, Any]) -> Usage:
     )
 
 
-class OpenAIChatWire:
+class OpenAIChatCodec:
     """`POST {base}/chat/completions`, streamed with `stream_options.include_usage`."""
 
     provider = "openai_chat"
