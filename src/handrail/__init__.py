@@ -32,7 +32,9 @@ try:
     from ._context import ToolContext as ToolContext
     from ._contract import Approval as Approval
     from ._contract import ApprovalRequest as ApprovalRequest
+    from ._contract import Approver as Approver
     from ._contract import AudioPart as AudioPart
+    from ._contract import Confirmation as Confirmation
     from ._contract import ContentPart as ContentPart
     from ._contract import Denial as Denial
     from ._contract import ErrorCode as ErrorCode
@@ -42,6 +44,7 @@ try:
     from ._contract import PermissionRequest as PermissionRequest
     from ._contract import Preflight as Preflight
     from ._contract import ProgressEvent as ProgressEvent
+    from ._contract import Question as Question
     from ._contract import ReadPath as ReadPath
     from ._contract import ResourceLinkPart as ResourceLinkPart
     from ._contract import ResourcePart as ResourcePart
@@ -86,12 +89,14 @@ finally:
 __all__ = [
     "Approval",
     "ApprovalRequest",
+    "Approver",
     "AudioPart",
     "Batch",
     "CallProgress",
     "CallStatus",
     "CallView",
     "ConfigurationError",
+    "Confirmation",
     "ContentPart",
     "Denial",
     "DiffBody",
@@ -113,6 +118,7 @@ __all__ = [
     "PermissionRequest",
     "Preflight",
     "ProgressEvent",
+    "Question",
     "ReadPath",
     "Registry",
     "ResourceLinkPart",

@@ -14,11 +14,11 @@ import threading
 import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ._contract import ProgressEvent
+from ._contract import Approval, Approver, Confirmation, ProgressEvent, Question
 
 __all__ = [
     "FileRecord",
@@ -244,6 +244,7 @@ class ToolContext:
         "_cancelled",
         "_progress",
         "_updates",
+        "approver",
         "call_id",
         "cwd",
         "deadline",
@@ -271,6 +272,7 @@ class ToolContext:
         progress: ProgressFunc | None = None,
         settings: Mapping[str, Any] | None = None,
         hidden_paths: tuple[Path, ...] = (),
+        approver: Approver | None = None,
     ) -> None:
         self.call_id = call_id
         """The id of the call being run."""
@@ -297,6 +299,10 @@ class ToolContext:
         """What allowed this call (see `Grant`), set by the runtime after its permission stage.
         A context made by hand says `read_only`: a tool run outside the pipeline was approved
         by nobody, so it gets the narrowest sandbox."""
+        self.approver = approver
+        """Who answers this call's questions (the call's, else the runtime's approver), or
+        None when nobody can be asked. A tool asks through `ask`; a tool that starts more
+        calls (a sub-agent's runtime) passes it on, so their approvals reach the same person."""
         self._progress = progress
         self._updates: list[StateUpdate] = []
         self._cancelled = False
@@ -339,6 +345,22 @@ class ToolContext:
                     call_id=self.call_id, tool_name=self.tool_name, message=message, data=data
                 )
             )
+
+    async def ask(self, question: Question) -> Approval:
+        """Ask the person behind this call something (a `Confirmation`), and wait for the answer.
+
+        With nobody to ask (no approver), or an approver that fails, the answer is a denial
+        whose reason says so: a tool treats it as "no".
+        """
+        if self.approver is None:
+            return Approval.deny("Nobody could be asked.", source="mode")
+        if isinstance(question, Confirmation) and not question.call_id:
+            question = replace(question, call_id=self.call_id, tool_name=self.tool_name)
+        try:
+            return await self.approver(question)
+        except Exception as exc:  # an approver's failure is a "no", never the tool's crash
+            logging.getLogger("handrail").exception("approver raised")
+            return Approval.deny(f"The question could not be asked ({type(exc).__name__}).")
 
     def update_state(self, update: StateUpdate) -> None:
         """Queue a session change; the runtime applies it after the call, in request order."""

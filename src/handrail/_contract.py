@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import base64
 import enum
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ._i18n import render
 
 __all__ = [
     "Approval",
     "ApprovalRequest",
+    "Approver",
     "AudioPart",
+    "Confirmation",
     "ContentPart",
     "Denial",
     "ErrorCode",
@@ -29,6 +31,7 @@ __all__ = [
     "PermissionRequest",
     "Preflight",
     "ProgressEvent",
+    "Question",
     "ReadPath",
     "ResourceLinkPart",
     "ResourcePart",
@@ -240,21 +243,32 @@ class Denial:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ApprovalRequest:
+class Question:
+    """Something a person is asked: the base of every request an `Approver` answers.
+
+    A tool call's approval is an `ApprovalRequest`; anything else (a confirmation a tool
+    needs while it runs, a server's question) is another subclass. Every front end can show
+    any `Question` from `reason` alone, so a new kind needs no new plumbing to be answered.
+    """
+
+    reason: str
+    """What is asked and why, in a sentence or two a person reads."""
+    agent: str = ""
+    """The sub-agent that asks (e.g. `explore#1`), or `""` for the host's own calls."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequest(Question):
     """What the host is asked to approve before a call may run."""
 
     call: ToolCall
     """The call, with the arguments that will be used if approved."""
     tool_name: str
     """The tool's canonical name (the call may have used an alias)."""
-    reason: str
-    """Why approval is needed (a matching ask rule, or the permission mode)."""
     requests: tuple[PermissionRequest, ...] = ()
     """What the call will touch."""
     suggested_rules: tuple[str, ...] = ()
     """Rules an "allow always" answer could add, most specific first."""
-    agent: str = ""
-    """The sub-agent that asks (e.g. `explore#1`), or `""` for the host's own calls."""
     allow_rules: tuple[str, ...] = ()
     """The narrowest allow rules that together let this call run without asking, e.g.
     (`run_shell(npm test:*)`, `run_shell(npm run build:*)`) for `npm test && npm run build`;
@@ -263,6 +277,29 @@ class ApprovalRequest:
     """What asks: an ask rule, the permission mode's default, or a hook. A host that cannot
     ask anyone denies with this source (`Approval.deny(..., source=request.source)`), so the
     refusal is not reported as the user's."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Confirmation(Question):
+    """A yes/no question a tool asks while it runs (`ToolContext.ask`), not about a call.
+
+    "Allow this domain?", "overwrite a file changed by hand?": the answer is an `Approval`;
+    `allow_once` is yes, `deny` is no, and `allow_always` (offered when `always` is set) is
+    yes and remember it, which the asking tool records itself.
+    """
+
+    topic: str
+    """What kind of question this is, for hosts that answer some kinds by rule, e.g.
+    `domain` or `overwrite`."""
+    subject: str = ""
+    """What it is about: a domain, a path."""
+    always: str | None = None
+    """What "yes, always" would remember, as the person reads it (e.g. "allow example.com for
+    this session"); None: the question has no such answer."""
+    tool_name: str = ""
+    """The tool that asks (`ToolContext.ask` fills it in)."""
+    call_id: str = ""
+    """The call whose tool asks (`ToolContext.ask` fills it in)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -307,6 +344,20 @@ class Approval:
     def edit(cls, arguments: str | Mapping[str, Any]) -> Approval:
         """Run this call with edited arguments (validated again first)."""
         return cls(kind="edit", arguments=arguments)
+
+
+class Approver(Protocol):
+    """Answers the questions a person is asked: the one road every front end plugs into.
+
+    Any `async def approve(request: Question) -> Approval` is one. Tool approvals arrive as
+    `ApprovalRequest`; other questions (`Confirmation`, ...) as their own subclass of
+    `Question`, so an approver that only knows tool calls checks `isinstance` and denies the
+    rest. Give one to a `Runtime` (its calls' default) or to a call or stream (that call
+    only); tools reach the one in force as `ToolContext.approver`. Wrap an approver to observe
+    it (log, record); never replace another component's.
+    """
+
+    def __call__(self, request: Question, /) -> Awaitable[Approval]: ...
 
 
 # -- content parts ------------------------------------------------------------------------------

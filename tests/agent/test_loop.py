@@ -15,10 +15,18 @@ from typing import Any
 
 import pytest
 
-from handrail import Approval, ErrorCode, Registry, Runtime, ToolContext, tool
+from handrail import (
+    Approval,
+    ApprovalRequest,
+    ErrorCode,
+    Question,
+    Registry,
+    Runtime,
+    ToolContext,
+    tool,
+)
 from handrail.agent import (
     Agent,
-    ApprovalAsked,
     Event,
     Prices,
     ToolResults,
@@ -155,11 +163,13 @@ async def test_tools_start_while_the_model_is_still_streaming(
 async def test_a_call_that_asks_reaches_the_approver_and_its_answer_counts(
     workspace: Path, server: ModelServer, client: Any
 ) -> None:
-    asked: list[ApprovalAsked] = []
+    asked: list[ApprovalRequest] = []
+    events = Recorder()
 
-    async def approver(event: ApprovalAsked) -> Approval:
-        asked.append(event)
-        if "allowed" in str(event.request.call.arguments):
+    async def approver(request: Question) -> Approval:
+        assert isinstance(request, ApprovalRequest)
+        asked.append(request)
+        if "allowed" in str(request.call.arguments):
             return Approval.allow_once()
         return Approval.deny("Not that one, use the other file.")
 
@@ -175,10 +185,13 @@ async def test_a_call_that_asks_reaches_the_approver_and_its_answer_counts(
     rt = coding_runtime(workspace, mode="default")
     agent = Agent(client(), rt, approver=approver, save=False)
     async with asyncio.timeout(30):
-        result = await agent.run("write two files")
+        result = await agent.run("write two files", on_event=events)
     assert result.subtype == "success"
-    assert [a.request.tool_name for a in asked] == ["write_file", "write_file"]
+    assert [a.tool_name for a in asked] == ["write_file", "write_file"]
     assert all(a.agent == "main" for a in asked)
+    # Observed on the way: each question and its answer are events of the run.
+    assert [e["tool_name"] for e in events.of("approval_asked")] == ["write_file"] * 2
+    assert [e["decision"] for e in events.of("approval_answered")] == ["allow_once", "deny"]
     assert (workspace / "allowed.txt").read_text() == "yes"
     assert not (workspace / "refused.txt").exists()
     assert "Not that one, use the other file." in tool_results_sent(server)
@@ -676,10 +689,10 @@ async def test_tool_events_carry_each_calls_display_in_every_state(
         Reply(text="Done."),
     )
     rec = Recorder()
-    asked: list[ApprovalAsked] = []
+    asked: list[Question] = []
 
-    async def approver(event: ApprovalAsked) -> Approval:
-        asked.append(event)
+    async def approver(request: Question) -> Approval:
+        asked.append(request)
         return Approval.allow_once()
 
     agent = Agent(
@@ -700,7 +713,8 @@ async def test_tool_events_carry_each_calls_display_in_every_state(
     (waiting,) = [e for e in rec.of("approval_asked") if e["call"]["id"] == "e2"]
     assert waiting["display"]["status"] == "waiting"
     assert "-" in waiting["display"]["body"]["diff"] and "Hi" in waiting["display"]["body"]["diff"]
-    assert asked[0].display is not None and asked[0].display.group.value == "edit"
+    assert waiting["display"]["group"] == "edit"
+    assert [q.call.id for q in asked if isinstance(q, ApprovalRequest)] == ["e1", "e2"]
     done = finished["e2"]
     assert done["status"] == "done"
     assert (done["body"]["added"], done["body"]["removed"]) == (1, 1)

@@ -557,7 +557,7 @@ async def display_cases(tmp_path: Path) -> list[tuple[str, Display]]:
                 on_progress=progress.append,
                 **kw,
             )
-            Agent(client, rt, save=False, take_approvals=False)  # adds the `agent` tool
+            Agent(client, rt, save=False)  # adds the `agent` tool
             return rt
 
         never_ask = [

@@ -648,3 +648,57 @@ def test_the_readme_example_runs(
     assert out[0].startswith("approve write_file {'file_path': 'hello.txt', 'content': 'hi\\n'}? (")
     assert out[1:] == ["Wrote hello.txt."]
     assert (tmp_path / "hello.txt").read_text() == "hi\n"
+
+
+# -- a tool's own question travels the same road ---------------------------------------------
+
+
+def overwrite_tool(notes: Path) -> Any:
+    from handrail import Confirmation
+
+    @tool(read_only=True)
+    async def replace_notes(text: str, ctx: ToolContext) -> str:
+        """Replace the notes after asking the user."""
+        answer = await ctx.ask(
+            Confirmation(reason="the notes were changed by hand; overwrite?", topic="overwrite")
+        )
+        if answer.kind == "deny":
+            return f"kept: {answer.reason}"
+        notes.write_text(text + "\n")
+        return "written"
+
+    return replace_notes
+
+
+async def test_a_tools_question_reaches_the_runtimes_approver_inside_pydantic_ais_loop(
+    tmp_path: Path,
+) -> None:
+    from handrail import Approval, Confirmation, Question
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("by hand\n")
+    asked: list[Question] = []
+
+    async def approve(question: Question) -> Approval:
+        asked.append(question)
+        return Approval.allow_once()
+
+    script = Script([call("replace_notes", {"text": "new"}, "c1")])
+    async with Runtime(Registry([overwrite_tool(notes)]), root=tmp_path, approver=approve) as rt:
+        result = await agent(script, toolset(rt)).run("replace the notes")
+    assert result.output == "done"
+    assert script.returns()["c1"].content == "written"
+    assert saved(notes) == ["new"]
+    (question,) = asked
+    assert isinstance(question, Confirmation) and question.call_id == "c1"
+
+
+async def test_with_no_approver_a_tools_question_is_answered_no(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("by hand\n")
+    script = Script([call("replace_notes", {"text": "new"}, "c1")])
+    async with Runtime(Registry([overwrite_tool(notes)]), root=tmp_path) as rt:
+        result = await agent(script, toolset(rt)).run("replace the notes")
+    assert result.output == "done"
+    assert script.returns()["c1"].content == "kept: Nobody could be asked."
+    assert saved(notes) == ["by hand"]

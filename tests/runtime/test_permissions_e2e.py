@@ -12,11 +12,13 @@ from pydantic import BaseModel
 from handrail import (
     Approval,
     ApprovalRequest,
+    Approver,
     ConfigurationError,
     ErrorCode,
     Interrupted,
     PermissionMode,
     PermissionRequest,
+    Question,
     ReadPath,
     RunCommand,
     Runtime,
@@ -180,19 +182,49 @@ async def test_allow_once_runs_the_call_and_asks_again_next_time(
     assert len(writes) == 1
 
 
-async def test_an_approver_set_after_construction_answers(
+async def test_an_approver_given_to_a_call_answers_in_place_of_the_runtimes(
     ws: Path, tools: list[Tool], writes: list[NoteArgs]
 ) -> None:
     seen: list[str] = []
 
-    async def approve(request: ApprovalRequest) -> Approval:
-        seen.append(request.tool_name)
+    def answering(who: str, answer: Approval) -> Approver:
+        async def approve(request: Question) -> Approval:
+            assert isinstance(request, ApprovalRequest)
+            seen.append(f"{who}:{request.tool_name}")
+            return answer
+
+        return approve
+
+    rt = Runtime(tools, root=ws, approver=answering("runtime", Approval.deny("no")))
+    r = await rt.call(
+        "write_note", note("a.txt"), approver=answering("call", Approval.allow_once())
+    )
+    assert (r.ok, seen, [w.path for w in writes]) == (True, ["call:write_note"], ["a.txt"])
+    r = await rt.call("write_note", note("b.txt"))
+    assert r.error is ErrorCode.PERMISSION_DENIED
+    assert seen == ["call:write_note", "runtime:write_note"]
+    assert [w.path for w in writes] == ["a.txt"]
+
+
+async def test_an_approver_given_to_a_stream_answers_its_calls(
+    ws: Path, tools: list[Tool], writes: list[NoteArgs]
+) -> None:
+    asked: list[str] = []
+
+    async def approve(request: Question) -> Approval:
+        assert isinstance(request, ApprovalRequest)
+        asked.append(request.call.id)
         return Approval.allow_once()
 
     rt = Runtime(tools, root=ws)
-    rt.approver = approve
-    r = await rt.call("write_note", note("a.txt"))
-    assert (r.ok, seen, [w.path for w in writes]) == (True, ["write_note"], ["a.txt"])
+    calls = [ToolCall(id=f"c{i}", name="write_note", arguments=note(f"{i}.txt")) for i in (1, 2)]
+    batch = await rt.call_many(calls, approver=approve)
+    assert [r.ok for r in batch] == [True, True]
+    assert asked == ["c1", "c2"]
+    # Without one, the same calls stop for the stateless channel, as before.
+    batch = await rt.call_many([ToolCall(id="c3", name="write_note", arguments=note("3.txt"))])
+    assert isinstance(batch[0], Interrupted)
+    assert sorted(w.path for w in writes) == ["1.txt", "2.txt"]
 
 
 async def test_an_answer_cannot_be_used_twice(ws: Path, tools: list[Tool]) -> None:

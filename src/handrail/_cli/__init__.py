@@ -29,7 +29,7 @@ from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from .._context import PermissionMode
-from .._contract import Approval, ApprovalRequest, ProgressEvent, ToolCall, ToolResult
+from .._contract import Approval, ProgressEvent, Question, ToolCall, ToolResult
 from .._registry import Registry
 from .._tool import Tool, tool
 from .._version import __version__
@@ -71,7 +71,7 @@ def _line(result: ToolResult) -> str:
 
 async def _demo() -> int:
     tools = _demo_tools()
-    asked: list[ApprovalRequest] = []
+    asked: list[Question] = []
 
     print(f"handrail {__version__} demo: a scripted 'model' calls tools through the runtime.\n")
     rt = Runtime(Registry(tools), mode=PermissionMode.DEFAULT)
@@ -101,7 +101,7 @@ async def _demo() -> int:
 
     print("\n3. Streaming: calls start while the 'model' is still emitting them.")
 
-    async def approve(request: ApprovalRequest) -> Approval:
+    async def approve(request: Question) -> Approval:
         asked.append(request)
         return Approval.deny("The user said no in the demo.")
 

@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._context import PermissionMode
+from .._contract import Approver
 from .._registry import Registry
 from .._tool import Tool
 from ..display import terminal_text
 from ..permissions import Settings, read_settings_file
-from ..runtime import ApproverFunc, Runtime
+from ..runtime import Runtime
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -132,7 +133,7 @@ def common_options(ns: argparse.Namespace) -> CommonOptions:
 
 
 def make_runtime(
-    opts: CommonOptions, registry: Registry, approver: ApproverFunc | None = None
+    opts: CommonOptions, registry: Registry, approver: Approver | None = None
 ) -> Runtime:
     """A runtime over `registry` with the options' root, mode, rules and settings."""
     return Runtime(

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from .._contract import Approval
 from ..permissions import Settings
 from ..runtime import Runtime
 from ._common import CliError, CommonOptions, load_tool_set
@@ -100,8 +99,7 @@ def _agent_setup(ns: argparse.Namespace) -> tuple[Callable[[Runtime], None] | No
     """What `serve` calls to add the `agent` tool, and what must be closed afterwards."""
     if not ns.agent_model:
         return None, []
-    from ..agent import Agent, ApprovalAsked, ModelClient
-    from ..mcp import current_asker
+    from ..agent import Agent, ModelClient
 
     options: dict[str, Any] = {}
     if ns.agent_base_url:
@@ -115,16 +113,10 @@ def _agent_setup(ns: argparse.Namespace) -> tuple[Callable[[Runtime], None] | No
     hide_key(client, ns.agent_api_key_env)  # no served tool or sub-agent command can read it
     opened: list[Any] = [client]
 
-    async def ask_client(asked: ApprovalAsked) -> Approval:
-        ask = current_asker()
-        if ask is None:  # pragma: no cover - every served call sets one
-            return Approval.deny("nobody can approve this sub-agent's call")
-        return await ask(asked.request)
-
     def setup(rt: Runtime) -> None:
-        # The host answers the runtime's own approvals (elicitation); the agent only adds the
-        # `agent` tool, and routes its children's questions to the calling client.
-        opened.append(Agent(client, rt, approver=ask_client, take_approvals=False))
+        # The agent only adds the `agent` tool. Its children ask the calling client: each
+        # served call brings that client's approver, which the child's runtime inherits.
+        opened.append(Agent(client, rt))
 
     return setup, opened
 

@@ -61,7 +61,6 @@ from ._events import ToolCallStarted as ToolCallStarted
 from ._events import TurnEnded as TurnEnded
 from ._events import TurnStarted as TurnStarted
 from ._loop import Agent as Agent
-from ._loop import ApprovalFunc as ApprovalFunc
 from ._loop import EventFunc as EventFunc
 from ._loop import Model as Model
 from ._narrow import NarrowedPolicy as NarrowedPolicy
@@ -80,7 +79,6 @@ __all__ = [
     "AgentTool",
     "ApprovalAnswered",
     "ApprovalAsked",
-    "ApprovalFunc",
     "AssistantMessage",
     "Budget",
     "Compacted",

@@ -12,15 +12,16 @@ built chunk by chunk.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from .._contract import TextPart, ToolResult
-from ._conversation import AssistantMessage, Message, ToolResults, UserMessage
+from ._conversation import AssistantMessage, Message, ToolResults, Usage, UserMessage
 from ._text import say
 
 __all__ = [
     "CompactionSettings",
+    "ContextMeter",
     "estimate_tokens",
     "message_tokens",
     "prune_results",
@@ -57,6 +58,34 @@ class CompactionSettings:
     def __post_init__(self) -> None:
         if not 0.1 <= self.threshold <= 1.0:
             raise ValueError("threshold must be between 0.1 and 1.0")
+
+
+class ContextMeter:
+    """How full the context window is.
+
+    The provider's count of the last request plus an estimate of the messages added since;
+    before any count, an estimate of everything.
+    """
+
+    def __init__(self) -> None:
+        self._base = 0
+        self._index = 0
+
+    def measured(self, usage: Usage, upto: int) -> None:
+        """The provider counted `usage` for the conversation's first `upto` messages."""
+        if usage.input_tokens:
+            self._base = usage.input_tokens + usage.output_tokens
+            self._index = upto
+
+    def forget(self) -> None:
+        """The conversation (or the model) changed: estimate everything again."""
+        self._base, self._index = 0, 0
+
+    def tokens(self, messages: Sequence[Message], fixed: Callable[[], int]) -> int:
+        """Tokens the conversation fills; `fixed` estimates the system prompt and tools."""
+        if self._base:
+            return self._base + sum(message_tokens(m) for m in messages[self._index :])
+        return fixed() + sum(message_tokens(m) for m in messages)
 
 
 def estimate_tokens(text: str) -> int:

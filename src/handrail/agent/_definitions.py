@@ -32,8 +32,9 @@ from typing import Any, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._context import PermissionMode
+from ..permissions import user_settings_path
 
-__all__ = ["BUILTIN_AGENTS", "AgentDefinition", "load_definitions"]
+__all__ = ["BUILTIN_AGENTS", "AgentDefinition", "load_definitions", "user_dir"]
 
 NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 MAX_FILE_BYTES = 64 * 1024
@@ -166,3 +167,8 @@ def load_definitions(
                 continue
             found[definition.name] = definition
     return found, problems
+
+
+def user_dir() -> Path:
+    """The user's handrail config folder (beside `settings.json`; XDG_CONFIG_HOME respected)."""
+    return user_settings_path().parent

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
-from .._contract import Approval, ApprovalRequest, ToolCall, ToolResult
+from .._contract import Approval, ApprovalRequest, Confirmation, Question, ToolCall, ToolResult
 from ..display import Display
 from ._conversation import AssistantMessage, Usage, result_to_json
 
@@ -180,26 +180,35 @@ class ToolCallFinished(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalAsked(Event):
-    """A call needs the user's approval; the run's approver is asked (headless: denied).
+    """A person is asked something: a call's approval, or a tool's `Confirmation`.
 
-    `agent` names who asks: `main`, or a sub-agent such as `explore#1`.
+    The run's approver is asked (headless: denied). `agent` names who asks: `main`, or a
+    sub-agent such as `explore#1`.
     """
 
     type: ClassVar[str] = "approval_asked"
-    request: ApprovalRequest
+    request: Question
+    """An `ApprovalRequest` for a call; another `Question` for what a tool asks as it runs."""
     agent: str = "main"
     display: Display | None = None
     """The call as it would run (the proposed diff of an edit, the command of a shell call)."""
 
     def _fields(self) -> dict[str, Any]:
         r = self.request
-        out = {
-            "agent": self.agent,
-            "call": _call_json(r.call),
-            "tool_name": r.tool_name,
-            "reason": r.reason,
-            "suggested_rules": list(r.suggested_rules),
-        }
+        if isinstance(r, ApprovalRequest):
+            out: dict[str, Any] = {
+                "agent": self.agent,
+                "call": _call_json(r.call),
+                "tool_name": r.tool_name,
+                "reason": r.reason,
+                "suggested_rules": list(r.suggested_rules),
+            }
+        else:
+            out = {"agent": self.agent, "reason": r.reason}
+            if isinstance(r, Confirmation):
+                out["call_id"] = r.call_id
+                out["tool_name"] = r.tool_name
+                out["question"] = {"topic": r.topic, "subject": r.subject, "always": r.always}
         return _with_display(out, self.display)
 
 

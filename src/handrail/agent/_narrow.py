@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from .._context import PermissionMode, Session
-from .._contract import PermissionRequest, SwitchMode, ToolKind
+from .._contract import Approver, PermissionRequest, SwitchMode, ToolKind
 from .._registry import Registry
 from .._tool import Tool
 from ..permissions import Decision, Policy, Rule, parse_rule
-from ..runtime import ApproverFunc, Runtime
+from ..runtime import Runtime
 
 __all__ = ["NarrowedPolicy", "narrow_mode", "narrowed_runtime"]
 
@@ -167,13 +167,15 @@ def narrowed_runtime(
     deny: Sequence[str],
     mode: PermissionMode | None,
     read_only: bool,
-    approver: ApproverFunc,
+    approver: Approver | None,
     extra_tools: Sequence[Tool] = (),
 ) -> Runtime:
     """A runtime for a sub-agent of `parent` (see the module docstring).
 
     `parent_session` is the session the parent's call runs in (default: the runtime's own);
-    its mode and "allow always" rules bound the child's, live.
+    its mode and "allow always" rules bound the child's, live. The child's session shares
+    that list of rules: an "allow always" answered for the child is recorded once, where both
+    read it. `approver` answers the child's questions (the parent call's `ToolContext.approver`).
     """
     session = parent_session or parent.session
     local, imported = child_tools(parent.registry, allow=allow, deny=deny, keep_agent=False)
@@ -184,13 +186,14 @@ def narrowed_runtime(
         parent_write_roots=parent.write_roots,
     )
     settings_hooks = set(id(h) for h in parent.settings.hooks)
+    child_session = Session(mode=narrow_mode(session.mode, mode), allow_rules=session.allow_rules)
     return Runtime(
         Registry([*local, *extra_tools], imported=imported),
         root=parent.root,
         cwd=parent.cwd,
         read_roots=parent.read_roots,
         write_roots=() if read_only else parent.write_roots,
-        mode=narrow_mode(session.mode, mode),
+        session=child_session,
         settings=parent.settings,
         hooks=[h for h in parent.hooks if id(h) not in settings_hooks],
         policy=policy,

@@ -13,12 +13,12 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._contract import Approval, ToolResult
+from .._contract import Approval, ApprovalRequest, Approver, Question, ToolResult
 from ..errors import ModelError
 from ._catalog import ModelInfo, model_info
 from ._codecs import CallReady, ModelRequest, StreamItem
 from ._conversation import AssistantMessage, Message, ToolResults, UserMessage
-from ._events import ApprovalAsked, ModelRetry, TextDelta
+from ._events import ModelRetry, TextDelta
 from ._sessions import SavedSession
 
 __all__ = ["Difference", "ReplayModel", "compare", "prompts", "recorded_approver"]
@@ -73,12 +73,14 @@ def prompts(saved: SavedSession) -> list[str]:
     return [m.text for m in saved.messages if isinstance(m, UserMessage) and m.kind == "prompt"]
 
 
-def recorded_approver(saved: SavedSession) -> Any:
+def recorded_approver(saved: SavedSession) -> Approver:
     """An approver that answers each call as it was answered in the recorded session."""
     answers = saved.approvals
 
-    async def approve(asked: ApprovalAsked) -> Approval:
-        found = answers.get(asked.request.call.id)
+    async def approve(question: Question) -> Approval:
+        if not isinstance(question, ApprovalRequest):
+            return Approval.deny("This question was not answered in the recorded session.")
+        found = answers.get(question.call.id)
         if found is None:
             return Approval.deny("This approval was not given in the recorded session.")
         decision = found.get("decision")

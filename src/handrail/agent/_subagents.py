@@ -2,11 +2,13 @@
 
 `agent(description, prompt, agent_type)` starts a child `Agent` on a runtime narrowed from the
 parent's (see `_narrow.py`), waits for its final answer and returns it as the call's result.
-The child's events reach the parent as progress of the call; its approval questions go up the
-parent's approval channel, labelled with the child (`explore#2`); its tokens count against
-the parent's budget; its transcript is saved beside the parent's. A child that ends without
-an answer, or at its turn limit, gets one more turn told to answer now, without tools; if it
-still has none, or fails, the result is an error that says so (never an empty success).
+The child's events reach the parent as progress of the call; its runtime's approver is the
+call's own (`ToolContext.approver`), so its questions reach whoever answers the parent's,
+labelled with the child (`explore#2`), and an "allow always" lands in the session the two
+share; its tokens count against the parent's budget; its transcript is saved beside the
+parent's. A child that ends without an answer, or at its turn limit, gets one more turn told
+to answer now, without tools; if it still has none, or fails, the result is an error that
+says so (never an empty success).
 Read-only children (such as `explore`) run in parallel; their results come back in order.
 """
 
@@ -20,13 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._context import Session, ToolContext
-from .._contract import Approval, ApprovalRequest, ErrorCode, ToolKind, ToolResult
+from .._context import ToolContext
+from .._contract import ErrorCode, ToolKind, ToolResult
 from .._tool import Tool
 from ..display import CallView, Display
 from ..errors import ToolFailure
-from ..permissions import rules_to_allow
-from ._definitions import AgentDefinition, load_definitions
+from ._definitions import AgentDefinition, load_definitions, user_dir
 from ._narrow import narrowed_runtime
 from ._subagent_display import agent_display
 from ._text import say
@@ -35,7 +36,17 @@ if TYPE_CHECKING:
     from ._events import Event
     from ._loop import Agent
 
-__all__ = ["AgentTool"]
+__all__ = ["AgentTool", "offer_agents"]
+
+
+def offer_agents(parent: Agent) -> None:
+    """Give `parent`'s runtime the `agent` tool, whose children are `parent`'s from now on."""
+    found = parent.runtime.registry.get("agent")
+    if found is None:
+        parent.runtime.registry.add(AgentTool(parent))
+    elif isinstance(found, AgentTool):
+        found.bind(parent)  # the newest agent on a runtime is the children's parent
+
 
 MAX_RUNNING = 4
 """Children of one parent running at once."""
@@ -81,8 +92,6 @@ class AgentTool(Tool):
 
     def __init__(self, parent: Agent) -> None:
         self._parent = parent
-        from ._loop import user_dir
-
         self.definitions, self.problems = load_definitions(parent.runtime.root, user_dir())
         self._count = 0
         self._running = asyncio.Semaphore(MAX_RUNNING)
@@ -118,8 +127,6 @@ class AgentTool(Tool):
 
     async def run(self, args: AgentArgs, ctx: ToolContext) -> ToolResult:
         """Run the child to its answer."""
-        from ._loop import Agent
-
         parent = self._parent
         definition = self.definitions[args.agent_type]
         self._count += 1
@@ -133,7 +140,7 @@ class AgentTool(Tool):
             deny=definition.disallowed_tools,
             mode=definition.mode,
             read_only=definition.read_only,
-            approver=_forward(parent, ctx.session, label),
+            approver=ctx.approver,
         )
         client = parent.client
         if definition.model:
@@ -142,7 +149,8 @@ class AgentTool(Tool):
         # A random part as well: a resumed session counts its children from 1 again.
         name = f"{path.stem}--{_slug(label)}-{uuid.uuid4().hex[:6]}.jsonl" if path else ""
         transcript = path.with_name(name) if path is not None else None
-        child = Agent(
+        # The parent's own class (the loop imports this module, not the other way round).
+        child = type(parent)(
             client,
             runtime,
             instructions=definition.instructions or None,
@@ -220,21 +228,6 @@ class AgentTool(Tool):
             summary=f"{label}: {args.description} ({result.num_turns} turns, {status})",
             metadata=meta,
         )
-
-
-def _forward(parent: Agent, session: Session, label: str) -> Any:
-    """The child's approver: the parent's channel, labelled; "always" sticks for the parent."""
-
-    async def approve(request: ApprovalRequest) -> Approval:
-        request = replace(request, agent=request.agent or label)
-        answer = await parent.approve(request)
-        if answer.kind == "allow_always":
-            for rule in (answer.rule,) if answer.rule else rules_to_allow(request):
-                if rule not in session.allow_rules:
-                    session.allow_rules.append(rule)
-        return answer
-
-    return approve
 
 
 def _model_for(parent: Agent, definition: AgentDefinition) -> Any:

@@ -14,6 +14,7 @@ CATALOG: dict[str, dict[str, str]] = {
             "nobody can approve calls in this run ({reason}); the user can allow such calls "
             "with the allow rule {rule} or a permission mode"
         ),
+        "headless_question": "nobody can answer questions in this run ({reason})",
         "repeated": (
             "Refused: this is the same `{name}` call with the same arguments {count} times in "
             "a row, and it will not give a different result. Do not repeat it: use what the "
@@ -48,6 +49,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "headless_denied": (
             "本次运行中没有人可以批准调用({reason});用户可以用规则 {rule} 或权限模式允许这类调用"
         ),
+        "headless_question": "本次运行中没有人可以回答问题({reason})",
         "repeated": (
             "已拒绝:这是连续第 {count} 次使用相同参数调用 `{name}`,结果不会不同。"
             "不要再重复:利用之前的结果、修改参数、换一种做法,或结束并告诉用户是什么阻碍了你。"

@@ -12,7 +12,6 @@ from ._client import load_mcp_tools as load_mcp_tools
 from ._client_tool import McpTool as McpTool
 from ._config import McpServerConfig as McpServerConfig
 from ._config import load_mcp_config as load_mcp_config
-from ._server import current_asker as current_asker
 from ._server import serve as serve
 
 __all__ = [
@@ -20,7 +19,6 @@ __all__ = [
     "McpServerConfig",
     "McpTool",
     "McpTools",
-    "current_asker",
     "load_mcp_config",
     "load_mcp_tools",
     "serve",

@@ -6,14 +6,11 @@ cheap for commands that never start a server.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from contextvars import ContextVar
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
 from .. import (
-    Approval,
-    ApprovalRequest,
     ConfigurationError,
     PermissionMode,
     Registry,
@@ -21,23 +18,9 @@ from .. import (
     Settings,
 )
 from ._http_access import HttpSecurity, http_security
+from ._mode_ceiling import ModeCeilingPolicy
 
-__all__ = ["current_asker", "serve"]
-
-AskFunc = Callable[[ApprovalRequest], Awaitable[Approval]]
-
-_ASKER: ContextVar[AskFunc | None] = ContextVar("handrail_mcp_asker", default=None)
-
-
-def current_asker() -> AskFunc | None:
-    """Inside a served tool call: ask that call's MCP client user (elicitation), else None.
-
-    A tool that needs a further approval while it runs (a sub-agent's call) uses it; the
-    answer follows the same rules as the server's own approvals (the fallback when the client
-    cannot ask).
-    """
-    return _ASKER.get()
-
+__all__ = ["serve"]
 
 _SDK_MODULES = frozenset({"mcp", "mcp_types", "uvicorn", "starlette", "sse_starlette"})
 
@@ -170,6 +153,10 @@ async def serve(
         settings=settings,
         load_settings=load_settings,
     )
+    # The server's mode is the widest any client session may reach: its policy, bounded by
+    # that mode, is set here, where the runtime is made.
+    ceiling = ModeCeilingPolicy(runtime.policy, runtime.session.mode)
+    runtime.policy = ceiling
     if setup is not None:
         setup(runtime)
     try:
@@ -178,7 +165,7 @@ async def serve(
         if (exc.name or "").split(".")[0] not in _SDK_MODULES:
             raise
         raise ImportError('handrail serve needs the MCP SDK: pip install "handrail[mcp]"') from exc
-    app = app_module.McpApp(runtime, ask_fallback=ask_fallback)
+    app = app_module.McpApp(runtime, ceiling, ask_fallback=ask_fallback)
     try:
         if http is None or security is None:
             await app_module.run_stdio(app, ready)

@@ -50,8 +50,9 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from .. import (
     Approval,
     ApprovalRequest,
-    Interrupted,
+    Confirmation,
     ProgressEvent,
+    Question,
     Runtime,
     Session,
     Tool,
@@ -63,7 +64,6 @@ from ._http_guard import HttpGuard
 from ._http_listen import bind_sockets, close_all
 from ._http_token import publish_token, withdraw_token
 from ._mode_ceiling import ModeCeilingPolicy
-from ._server import _ASKER  # pyright: ignore[reportPrivateUsage]
 from ._server_payloads import (
     approval_message,
     call_result,
@@ -152,16 +152,18 @@ class McpApp:
     Args:
         runtime: The runtime every call goes through; its default session is a template (mode)
             for the per-client sessions.
+        ceiling: The runtime's policy: the server's own, bounded by its mode.
         ask_fallback: What an "ask" decision becomes when the client cannot answer an
             elicitation: `deny` (with a reason naming the allow rule to add) or `allow`.
     """
 
-    def __init__(self, runtime: Runtime, *, ask_fallback: AskFallback = "deny") -> None:
+    def __init__(
+        self, runtime: Runtime, ceiling: ModeCeilingPolicy, *, ask_fallback: AskFallback = "deny"
+    ) -> None:
         self.rt = runtime
         self.ask_fallback = ask_fallback
-        self.ceiling = ModeCeilingPolicy(runtime.policy, runtime.session.mode)
-        """The server's policy, bounded by its mode (installed on the runtime)."""
-        runtime.policy = self.ceiling
+        self.ceiling = ceiling
+        """The server's policy, bounded by its mode (the runtime's policy, set by `serve`)."""
         self.sessions: dict[int, Session] = {}
         """Open sessions, by `id()` (a Session is a mutable, unhashable dataclass)."""
         self._entries: dict[int, tuple[Tool, dict[str, Any]]] = {}
@@ -169,6 +171,8 @@ class McpApp:
             str, tuple[asyncio.AbstractEventLoop, MemoryObjectSendStream[ProgressEvent]]
         ] = {}
         self._ids = itertools.count(1)
+        self._asking: set[str] = set()
+        """Calls whose client is being asked something now (a cancel drops the question)."""
         notes = runtime.usage_notes(provider="mcp")
         registry = runtime.registry
         deferred = [t.name for t in registry.deferred_tools() if registry.available(t, "mcp")]
@@ -270,23 +274,19 @@ class McpApp:
     ) -> ToolResult:
         rt = self.rt
 
-        async def ask(request: ApprovalRequest) -> Approval:
-            return await self._ask(ctx, request)
+        async def ask(question: Question) -> Approval:
+            self._asking.add(call_id)
+            try:
+                return await self._ask(ctx, question)
+            finally:
+                self._asking.discard(call_id)
 
-        # A tool that needs a further approval while it runs (a sub-agent's calls) asks this
-        # call's client through the same channel (see `current_asker`).
-        token = _ASKER.set(ask)
-        try:
-            result = await self._until_stopped(
-                call_id, lambda: rt.call(name, arguments, call_id=call_id, session=session)
-            )
-        finally:
-            _ASKER.reset(token)
-        if isinstance(result, Interrupted) and result.approval is not None:
-            waiting = result
-            answer = await self._approve(ctx, waiting)
-            result = await self._until_stopped(call_id, lambda: rt.resume(waiting, answer))
-        return result
+        # The call's own approver: its approval, and whatever its tool asks while it runs (a
+        # sub-agent's calls, a tool's confirmation), are put to this call's client.
+        return await self._until_stopped(
+            call_id,
+            lambda: rt.call(name, arguments, call_id=call_id, session=session, approver=ask),
+        )
 
     async def _until_stopped(
         self, call_id: str, start: Callable[[], Awaitable[ToolResult]]
@@ -307,30 +307,25 @@ class McpApp:
                 # Before its run stage a call cannot be cancelled yet: try until it reaches it
                 # or ends (a refusal, a validation error). No event marks that moment, hence
                 # the poll.
-                while not task.done() and not self.rt.cancel(call_id, reason):  # noqa: ASYNC110
+                while not task.done() and not self.rt.cancel(call_id, reason):
+                    if call_id in self._asking:
+                        # Waiting for its approval: nothing has run, the question is dropped.
+                        task.cancel()
+                        break
                     await anyio.sleep(_CANCEL_POLL)
                 with contextlib.suppress(BaseException):
                     await task
             raise
 
-    async def _approve(self, ctx: Ctx, waiting: Interrupted) -> Approval:
-        """Ask the client's user (elicitation), or apply the fallback; never leaves it pending."""
-        request = waiting.approval
-        assert request is not None
-        try:
-            return await self._ask(ctx, request)
-        except BaseException:
-            # Cancelled while the user was being asked: release the pending call.
-            with anyio.CancelScope(shield=True):
-                await self.rt.resume(waiting, Approval.deny(say(self.rt.locale, "cancelled")))
-            raise
-
-    async def _ask(self, ctx: Ctx, request: ApprovalRequest) -> Approval:
+    async def _ask(self, ctx: Ctx, request: Question) -> Approval:
+        """Put a question to the client's user (elicitation), or apply the fallback."""
         loc = self.rt.locale
+        name = request.tool_name if isinstance(request, ApprovalRequest | Confirmation) else ""
         if not self._can_elicit(ctx):
             if self.ask_fallback == "allow":
                 return Approval.allow_once()
-            return Approval.deny(fallback_reason(request, loc), source=request.source)
+            source = request.source if isinstance(request, ApprovalRequest) else "mode"
+            return Approval.deny(fallback_reason(request, loc), source=source)
         try:
             answer = await ctx.session.elicit_form(
                 approval_message(request, loc),
@@ -338,13 +333,13 @@ class McpApp:
                 related_request_id=ctx.request_id,
             )
         except Exception as exc:  # the client answered with an error, or went away
-            logger.warning("elicitation for %s failed: %s", request.tool_name, exc)
+            logger.warning("elicitation for %s failed: %s", name, exc)
             detail = str(exc) or type(exc).__name__
-            return Approval.deny(say(loc, "ask_failed", name=request.tool_name, detail=detail))
+            return Approval.deny(say(loc, "ask_failed", name=name, detail=detail))
         if answer.action == "accept":
             return Approval.allow_once()
         key = "declined" if answer.action == "decline" else "dismissed"
-        return Approval.deny(say(loc, key, name=request.tool_name))
+        return Approval.deny(say(loc, key, name=name))
 
     @staticmethod
     def _can_elicit(ctx: Ctx) -> bool:

@@ -18,6 +18,7 @@ from .. import (
     FetchUrl,
     PermissionRequest,
     ProgressEvent,
+    Question,
     ReadPath,
     RunCommand,
     SwitchMode,
@@ -62,6 +63,11 @@ CATALOG: dict[str, dict[str, str]] = {
         "declined": "the user declined `{name}` in the MCP client",
         "dismissed": "the user dismissed the approval request for `{name}` without allowing it",
         "ask_failed": "the approval request for `{name}` could not reach the user ({detail})",
+        "question": "handrail: {reason}\nAccept answers yes; decline answers no.",
+        "question_fallback": (
+            "nobody could be asked ({reason}): this MCP client cannot ask its user (it does "
+            "not support elicitation)"
+        ),
         "cancelled": "The MCP client cancelled the call.",
         "ask": (
             "handrail: allow `{name}` to {what}?\n"
@@ -91,6 +97,10 @@ CATALOG: dict[str, dict[str, str]] = {
         "declined": "用户在 MCP 客户端中拒绝了 `{name}`",
         "dismissed": "用户关闭了 `{name}` 的批准请求,没有允许它",
         "ask_failed": "`{name}` 的批准请求未能送达用户({detail})",
+        "question": "handrail:{reason}\n接受即回答“是”;拒绝即回答“否”。",
+        "question_fallback": (
+            "无法询问任何人({reason}):这个 MCP 客户端无法询问用户(它不支持 elicitation)"
+        ),
         "cancelled": "MCP 客户端取消了该调用。",
         "ask": (
             "handrail:允许 `{name}` {what} 吗?\n"
@@ -242,8 +252,13 @@ def _arguments(arguments: str | Mapping[str, Any]) -> str:
     return text if len(text) <= _ARGS_CHARS else text[: _ARGS_CHARS - 1] + "…"
 
 
-def approval_message(request: ApprovalRequest, locale: str) -> str:
-    """The question shown to the client's user when a call asks for approval (elicitation)."""
+def approval_message(request: Question, locale: str) -> str:
+    """The question shown to the client's user (elicitation): a call's approval, or another."""
+    if not isinstance(request, ApprovalRequest):
+        text = say(locale, "question", reason=request.reason.rstrip())
+        if request.agent:
+            text = say(locale, "by_agent", agent=request.agent) + "\n" + text
+        return text
     parts = [d for d in (_describe(locale, q) for q in request.requests) if d]
     what = (
         say(locale, "and").join(parts)
@@ -257,8 +272,10 @@ def approval_message(request: ApprovalRequest, locale: str) -> str:
     return "\n\n".join([text, *(say(locale, "plan", plan=p) for p in plans)])
 
 
-def fallback_reason(request: ApprovalRequest, locale: str) -> str:
-    """Why a call that asks is denied when the client cannot ask its user."""
+def fallback_reason(request: Question, locale: str) -> str:
+    """Why a call that asks (or a question) is denied when the client cannot ask its user."""
+    if not isinstance(request, ApprovalRequest):
+        return say(locale, "question_fallback", reason=request.reason.rstrip("."))
     return say(
         locale,
         "ask_fallback",

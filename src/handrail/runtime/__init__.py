@@ -9,17 +9,17 @@ propagates; nothing else raises.
 Structure, imports flowing one way (each module imports only those listed before it):
 `_messages`, `_threads`, `_gate` (the per-session reader/writer gate), `_shaping` (leaves)
 → `_calls` (the values passed between stages) → `_results` (refusal results, shaping) →
-`_rich` (content parts, structured content), `_hooks` (running hooks) → `_runner` (stages
-7-8, running calls, cancellation) → `_pipeline` (`Pipeline`: stages 1-6 on top of the runner,
-pending approvals) → `_executor` (`Batch`, `StreamingExecutor`: drive a pipeline) →
-`_runtime` (`Runtime`: settings, policy and registry set-up; owns a pipeline, makes executors).
+`_result_content` (content parts, structured content), `_hooks` (running hooks) → `_runner`
+(stages 7-8, running calls, cancellation) → `_pipeline` (`Pipeline`: stages 1-6 on top of the
+runner; an ask goes to the call's approver, else the runtime's, else waits as pending) →
+`_executor` (`Batch`, `StreamingExecutor`: drive a pipeline) → `_runtime` (`Runtime`:
+settings, policy and registry set-up; owns a pipeline, makes executors).
 """
 
 from __future__ import annotations
 
-from ._calls import ApproverFunc as ApproverFunc
 from ._executor import Batch as Batch
 from ._executor import StreamingExecutor as StreamingExecutor
 from ._runtime import Runtime as Runtime
 
-__all__ = ["ApproverFunc", "Batch", "Runtime", "StreamingExecutor"]
+__all__ = ["Batch", "Runtime", "StreamingExecutor"]

@@ -8,17 +8,15 @@ pipeline works out once per tool (which stages it may skip). Values only: no sta
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._context import Session, ToolContext
-from .._contract import Approval, ApprovalRequest, ProgressEvent, ToolCall
+from .._contract import ApprovalRequest, Approver, ProgressEvent, ToolCall
 from .._tool import Tool
 from ..permissions import Hook
 
-ApproverFunc = Callable[[ApprovalRequest], Awaitable[Approval]]
-"""Answers approval requests inline (a terminal prompt, a UI round trip)."""
 ProgressFunc = Callable[[ProgressEvent], None]
 
 
@@ -40,6 +38,8 @@ class Pending:
     session: Session
     request: ApprovalRequest
     context_notes: list[str] = field(default_factory=list[str])
+    approver: Approver | None = None
+    """The call's own approver, which its tool keeps once the call is answered."""
 
 
 @dataclass(slots=True, frozen=True)

@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol, overload
 from .._context import Session, StateUpdate
 from .._contract import (
     Approval,
+    Approver,
     ErrorCode,
     Interrupted,
     ProgressEvent,
@@ -156,10 +157,13 @@ class StreamingExecutor:
     `ToolResult`s (in request order). Leaving the block without closing cancels what is left.
     """
 
-    def __init__(self, runtime: PipelineOwner, session: Session) -> None:
+    def __init__(
+        self, runtime: PipelineOwner, session: Session, approver: Approver | None = None
+    ) -> None:
         self._owner = runtime
         self._pipeline = runtime.pipeline
         self._session = session
+        self._approver = approver
         self._entries: list[_Entry] = []
         self._by_id: dict[str, _Entry] = {}
         self._out: asyncio.Queue[Any] = asyncio.Queue()
@@ -342,7 +346,12 @@ class StreamingExecutor:
                 )
             else:
                 result = await pipeline.proceed(
-                    e.prepared, self._session, e.updates, state=e.run_state, progress=self._progress
+                    e.prepared,
+                    self._session,
+                    e.updates,
+                    state=e.run_state,
+                    progress=self._progress,
+                    approver=self._approver,
                 )
         except asyncio.CancelledError:
             # Cancelled before the tool itself started (during hooks or approval).

@@ -24,6 +24,7 @@ from .._context import Grant, PermissionMode, Session, StateUpdate, ToolContext
 from .._contract import (
     Approval,
     ApprovalRequest,
+    Approver,
     Denial,
     ErrorCode,
     Interrupted,
@@ -53,7 +54,7 @@ from ..permissions import Rule as _Rule
 from ..permissions._hidden import hidden_now, hidden_refusal
 from ..sandbox import resolve_path
 from ..validation import InvalidArguments, closest
-from ._calls import ApproverFunc, Pending, Plan, Prepared, ProgressFunc, RunState
+from ._calls import Pending, Plan, Prepared, ProgressFunc, RunState
 from ._hooks import hook_event, run_pre_hooks
 from ._messages import say
 from ._results import denied, exc_text, fail, invalid, ready, waiting
@@ -80,7 +81,7 @@ class Pipeline(Runner):
         registry: Registry,
         policy: Policy,
         hooks: tuple[Hook, ...],
-        approver: ApproverFunc | None,
+        approver: Approver | None,
         settings: Settings,
         locale: str,
         cwd: Path,
@@ -103,6 +104,7 @@ class Pipeline(Runner):
         self.registry = registry
         self.policy = policy
         self.approver = approver
+        """Answers the asks of calls that bring no approver of their own (the `Runtime`'s)."""
         self.hidden_paths = hidden_paths
         """Secret locations every call is refused (checked before the policy, which cannot
         lift them) and every tool sees in its `ToolContext`."""
@@ -168,8 +170,12 @@ class Pipeline(Runner):
         state: RunState | None = None,
         progress: ProgressFunc | None = None,
         answer: Approval | None = None,
+        approver: Approver | None = None,
     ) -> Awaitable[ToolResult]:
         """Stages 4-8 for a validated call; await the result.
+
+        `approver` answers this call's ask and reaches its tool as `ToolContext.approver`
+        (default: the runtime's); without either, an ask ends the call as `Interrupted`.
 
         `answer` answers the call's ask in advance, for this call only (`Runtime.call(...,
         approval=...)`): an allow runs it, an "allow always" adds its rules first. It only
@@ -185,15 +191,17 @@ class Pipeline(Runner):
             if state is None:
                 state = RunState()
             state.progress = progress
-        ctx = self._context(p.call, tool, session, state) if plan.context else None
+        if approver is None:
+            approver = self.approver
+        ctx = self._context(p.call, tool, session, state, approver) if plan.context else None
         notes = list(notes) if notes else []
         run_hooks = bool(plan.pre) and (not approved or hooks_again)
         if plan.check or run_hooks:
             return self._proceed_async(
-                p, plan, session, ctx, updates, notes, approved, run_hooks, state, answer
+                p, plan, session, ctx, updates, notes, approved, run_hooks, state, answer, approver
             )
         return self._permit_and_run(
-            p, plan, session, ctx, updates, notes, approved, state, None, "", answer
+            p, plan, session, ctx, updates, notes, approved, state, None, "", answer, approver
         )
 
     async def _proceed_async(
@@ -208,6 +216,7 @@ class Pipeline(Runner):
         run_hooks: bool,
         state: RunState | None,
         answer: Approval | None,
+        approver: Approver | None,
     ) -> ToolResult:
         found = await self._early_stages(p, plan, session, ctx, notes, approved, run_hooks)
         if isinstance(found, ToolResult):
@@ -227,6 +236,7 @@ class Pipeline(Runner):
             hook_decision,
             hook_reason,
             answer,
+            approver,
         )
 
     async def _early_stages(
@@ -290,7 +300,8 @@ class Pipeline(Runner):
         state: RunState | None,
         hook_decision: str | None,
         hook_reason: str,
-        answer: Approval | None = None,
+        answer: Approval | None,
+        approver: Approver | None,
     ) -> Awaitable[ToolResult]:
         verdict = self._permit(p, plan, session, ctx, hook_decision, hook_reason)
         if isinstance(verdict, ToolResult):
@@ -300,7 +311,7 @@ class Pipeline(Runner):
             grant = verdict.grant
         elif not approved:
             if answer is None:
-                return self._ask(p, session, verdict, updates, notes)
+                return self._ask(p, session, verdict, updates, notes, approver)
             if answer.kind == "allow_always":
                 self._allow_always(session, answer, self._request(p, verdict))
         if ctx is not None:
@@ -430,9 +441,14 @@ class Pipeline(Runner):
         return rules
 
     def _context(
-        self, call: ToolCall, tool: Tool, session: Session, state: RunState | None = None
+        self,
+        call: ToolCall,
+        tool: Tool,
+        session: Session,
+        state: RunState | None = None,
+        approver: Approver | None = None,
     ) -> ToolContext:
-        ctx = super()._context(call, tool, session, state)
+        ctx = super()._context(call, tool, session, state, approver)
         ctx.hidden_paths = self.hidden_paths
         return ctx
 
@@ -467,12 +483,15 @@ class Pipeline(Runner):
         ask: tuple[Decision, tuple[PermissionRequest, ...]],
         updates: list[StateUpdate],
         notes: list[str],
+        approver: Approver | None,
     ) -> ToolResult:
         request = self._request(p, ask)
-        pending = Pending(prepared=p, session=session, request=request, context_notes=notes)
-        if self.approver is not None:
+        pending = Pending(
+            prepared=p, session=session, request=request, context_notes=notes, approver=approver
+        )
+        if approver is not None:
             try:
-                answer = await self.approver(request)
+                answer = await approver(request)
             except Exception as exc:
                 logger.exception("approver raised")
                 answer = Approval.deny(f"The approval could not be obtained ({exc_text(exc)}).")
@@ -524,10 +543,23 @@ class Pipeline(Runner):
                 state.safe = None  # new arguments: their safety is worked out again
             # The edited arguments are new input: hooks see them too (they may still deny).
             return await self.proceed(
-                p2, session, updates, approved=True, hooks_again=True, notes=notes, state=state
+                p2,
+                session,
+                updates,
+                approved=True,
+                hooks_again=True,
+                notes=notes,
+                state=state,
+                approver=pending.approver,
             )
         return await self.proceed(
-            p, session, updates, approved=True, notes=pending.context_notes, state=state
+            p,
+            session,
+            updates,
+            approved=True,
+            notes=pending.context_notes,
+            state=state,
+            approver=pending.approver,
         )
 
     # -- what the stages work out once -------------------------------------------------------

@@ -23,6 +23,7 @@ from typing import Any
 
 from .._context import Session, StateUpdate, ToolContext
 from .._contract import (
+    Approver,
     ErrorCode,
     ProgressEvent,
     TextPart,
@@ -283,7 +284,12 @@ class Runner:
         return replace(result, content=content)
 
     def _context(
-        self, call: ToolCall, tool: Tool, session: Session, state: RunState | None = None
+        self,
+        call: ToolCall,
+        tool: Tool,
+        session: Session,
+        state: RunState | None = None,
+        approver: Approver | None = None,
     ) -> ToolContext:
         timeout = tool.timeout if tool.timeout is not None else self.default_timeout
         return ToolContext(
@@ -299,6 +305,7 @@ class Runner:
             if state is not None and state.progress is not None
             else self.emit_progress,
             settings=self.settings.tools.get(tool.name, {}),
+            approver=approver,
         )
 
     def emit_progress(self, event: ProgressEvent) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from .._context import PermissionMode, Session, StateUpdate
 from .._contract import (
     Approval,
+    Approver,
     Denial,
     ErrorCode,
     Interrupted,
@@ -44,7 +45,7 @@ from ..permissions import load_settings as _load_settings
 from ..permissions._hidden import hidden_paths as _hidden_paths
 from ..permissions._hooks import hook_files
 from ..sandbox import resolve_path
-from ._calls import ApproverFunc, ProgressFunc
+from ._calls import ProgressFunc
 from ._executor import Batch, StreamingExecutor
 from ._pipeline import EDIT_NOTE, Pipeline
 from ._results import denied
@@ -87,8 +88,9 @@ class Runtime:
             merged under these.
         load_settings: Read `~/.config/handrail/settings.json` and `<root>/.handrail/settings.json`.
         hooks: Hooks in addition to those from settings.
-        approver: Answers approval requests inline; without one, a call that needs approval
-            ends as `Interrupted` and the host answers with `resume`.
+        approver: Answers the questions of this runtime's calls (`Approver`): approvals and
+            what tools ask while they run. A call or stream may bring its own instead. Without
+            either, a call that needs approval ends as `Interrupted` (answer with `resume`).
         session: The default session (one conversation). Default: a new one.
         locale: Language of model-facing text: `en` or `zh`.
         default_timeout: Seconds a call may run when its tool sets no timeout (None: no limit).
@@ -103,9 +105,11 @@ class Runtime:
             command that may be heavy) holds a slot while it runs; its time limit starts
             once it has one. Size it to the cores the process may use. Default: no cap.
 
-    The settings above (`registry`, `policy`, `hooks`, `approver`, `locale`, `cwd`, ...) are
-    attributes too, and a host may set them later (an `approver`, an `on_progress`): they live
-    on the runtime's pipeline, so every stage sees the change.
+    The settings above (`registry`, `policy`, `hooks`, `locale`, `cwd`, ...) are attributes
+    too, and a host may set them later (an `on_progress`): they live on the runtime's
+    pipeline, so every stage sees the change. The `approver` is fixed when the runtime is
+    made: whoever needs to see or answer questions differently wraps it and passes the
+    wrapper to its own calls (`stream(approver=...)`), so no component replaces another's.
     """
 
     def __init__(
@@ -124,7 +128,7 @@ class Runtime:
         settings: Settings | None = None,
         load_settings: bool = False,
         hooks: Iterable[Hook] = (),
-        approver: ApproverFunc | None = None,
+        approver: Approver | None = None,
         session: Session | None = None,
         locale: str | None = None,
         default_timeout: float | None = None,
@@ -255,13 +259,13 @@ class Runtime:
         self._pipeline.forget()
 
     @property
-    def approver(self) -> ApproverFunc | None:
-        """Answers approval requests inline; None: such calls end as `Interrupted`."""
-        return self._pipeline.approver
+    def approver(self) -> Approver | None:
+        """Who answers the questions of calls that bring no approver of their own.
 
-    @approver.setter
-    def approver(self, value: ApproverFunc | None) -> None:
-        self._pipeline.approver = value
+        Set when the runtime is made; a call or stream may bring its own. None: a call that
+        asks ends as `Interrupted`, and a tool's own question gets "no".
+        """
+        return self._pipeline.approver
 
     @property
     def on_progress(self) -> ProgressFunc | None:
@@ -385,6 +389,7 @@ class Runtime:
         call_id: str | None = None,
         session: Session | None = None,
         approval: Approval | None = None,
+        approver: Approver | None = None,
     ) -> ToolResult:
         """Run one call through the whole pipeline.
 
@@ -408,6 +413,8 @@ class Runtime:
                 `edit(arguments)` runs the edited arguments instead, validated again, with a
                 note to the model; `deny(reason)` refuses it without running anything. Deny
                 rules, the mode and hooks still refuse: an approval only answers an ask.
+            approver: Answers this call's ask and its tool's questions, in place of the
+                runtime's approver (e.g. the person behind this one request).
         """
         if call_id is None:
             self._ids += 1
@@ -415,17 +422,19 @@ class Runtime:
         call = make_call(call_id, name, arguments)  # pyright: ignore[reportArgumentType]
         sess = session or self.session
         if approval is not None:
-            return await self._call_answered(call, sess, approval)
+            return await self._call_answered(call, sess, approval, approver)
         prepared = self.prepare(call, sess)
         if isinstance(prepared, ToolResult):
             return prepared
         updates: list[StateUpdate] = []
-        result = await self.proceed(prepared, sess, updates)
+        result = await self.proceed(prepared, sess, updates, approver=approver)
         for update in updates:
             update(sess)
         return result
 
-    async def _call_answered(self, call: ToolCall, sess: Session, approval: Approval) -> ToolResult:
+    async def _call_answered(
+        self, call: ToolCall, sess: Session, approval: Approval, approver: Approver | None
+    ) -> ToolResult:
         pipeline = self._pipeline
         notes: list[str] | None = None
         if approval.kind == "edit":
@@ -444,7 +453,9 @@ class Runtime:
             denial = Denial(reason=reason, source=approval.source)
             return denied(pipeline.locale, prepared, denial, ErrorCode.PERMISSION_DENIED)
         updates: list[StateUpdate] = []
-        result = await self.proceed(prepared, sess, updates, notes=notes, answer=approval)
+        result = await self.proceed(
+            prepared, sess, updates, notes=notes, answer=approval, approver=approver
+        )
         for update in updates:
             update(sess)
         return result
@@ -483,13 +494,17 @@ class Runtime:
         return self._pipeline.pending.pop(call_id, None) is not None
 
     async def call_many(
-        self, calls: Sequence[ToolCall], *, session: Session | None = None
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        session: Session | None = None,
+        approver: Approver | None = None,
     ) -> Batch:
         """Run a batch: consecutive concurrency-safe calls run together, others alone.
 
-        Results come back in request order, one per call.
+        Results come back in request order, one per call. `approver`: as for `stream`.
         """
-        async with self.stream(session=session) as ex:
+        async with self.stream(session=session, approver=approver) as ex:
             for c in calls:
                 ex.submit(c)
             ex.close()
@@ -497,8 +512,13 @@ class Runtime:
                 pass
         return ex.batch
 
-    def stream(self, *, session: Session | None = None) -> StreamingExecutor:
+    def stream(
+        self, *, session: Session | None = None, approver: Approver | None = None
+    ) -> StreamingExecutor:
         """A streaming executor: submit calls as a model's stream completes them.
+
+        `approver` answers the asks of these calls, and their tools' questions, in place of
+        the runtime's (an agent passes its own, which records what it is asked).
 
         ```python
         async with rt.stream() as ex:
@@ -508,7 +528,7 @@ class Runtime:
                 ...
         ```
         """
-        return StreamingExecutor(self, session or self.session)
+        return StreamingExecutor(self, session or self.session, approver)
 
     async def resume(
         self,

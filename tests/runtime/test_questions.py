@@ -1,0 +1,145 @@
+"""What a tool asks while it runs travels the approval road: `ToolContext.ask` and its approver.
+
+A tool's `Confirmation` reaches the call's approver (else the runtime's); with nobody to ask,
+or an approver that fails, the answer is "no" and says why. Nothing the tool would have done
+on "yes" happens on "no".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from handrail import (
+    Approval,
+    ApprovalRequest,
+    Approver,
+    Confirmation,
+    Question,
+    Runtime,
+    ToolCall,
+    ToolContext,
+    tool,
+)
+
+
+def overwrite_tool(target: Path):
+    @tool(read_only=True)
+    async def replace_notes(text: str, ctx: ToolContext) -> str:
+        """Replace the notes file, after asking whoever is behind this call."""
+        answer = await ctx.ask(
+            Confirmation(
+                reason=f"{target.name} was changed by hand; overwrite it?",
+                topic="overwrite",
+                subject=str(target),
+                always="overwrite files changed by hand in this session",
+            )
+        )
+        if answer.kind == "deny":
+            return f"kept: {answer.reason}"
+        target.write_text(text)
+        return f"written ({answer.kind})"
+
+    return replace_notes
+
+
+def answering(answer: Approval, seen: list[Question]) -> Approver:
+    async def approve(question: Question) -> Approval:
+        seen.append(question)
+        return answer
+
+    return approve
+
+
+async def test_the_runtimes_approver_answers_a_tools_question(tmp_path: Path) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("by hand")
+    seen: list[Question] = []
+    rt = Runtime(
+        [overwrite_tool(target)], root=tmp_path, approver=answering(Approval.allow_once(), seen)
+    )
+    r = await rt.call("replace_notes", {"text": "new"}, call_id="c1")
+    assert (r.ok, r.content) == (True, "written (allow_once)")
+    assert target.read_text() == "new"
+    (question,) = seen
+    # ToolContext.ask names the call and tool that ask; the tool wrote the rest.
+    assert isinstance(question, Confirmation)
+    assert (question.call_id, question.tool_name, question.topic) == (
+        "c1",
+        "replace_notes",
+        "overwrite",
+    )
+    assert not isinstance(question, ApprovalRequest)
+
+
+async def test_a_calls_own_approver_answers_in_place_of_the_runtimes(tmp_path: Path) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("by hand")
+    runtime_seen: list[Question] = []
+    call_seen: list[Question] = []
+    rt = Runtime(
+        [overwrite_tool(target)],
+        root=tmp_path,
+        approver=answering(Approval.allow_once(), runtime_seen),
+    )
+    r = await rt.call(
+        "replace_notes",
+        {"text": "new"},
+        approver=answering(Approval.deny("The user keeps their edit."), call_seen),
+    )
+    assert r.content == "kept: The user keeps their edit."
+    assert target.read_text() == "by hand"
+    assert (len(call_seen), runtime_seen) == (1, [])
+
+
+async def test_a_streams_approver_reaches_the_tools_of_its_calls(tmp_path: Path) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("by hand")
+    seen: list[Question] = []
+    rt = Runtime([overwrite_tool(target)], root=tmp_path)
+    call = ToolCall(id="s1", name="replace_notes", arguments={"text": "streamed"})
+    async with rt.stream(approver=answering(Approval.allow_always(), seen)) as ex:
+        ex.submit(call)
+        ex.close()
+        results = [item async for item in ex if not hasattr(item, "message")]
+    assert [r.content for r in results] == ["written (allow_always)"]
+    assert target.read_text() == "streamed"
+    assert [q.call_id for q in seen if isinstance(q, Confirmation)] == ["s1"]
+
+
+async def test_with_nobody_to_ask_the_answer_is_no(tmp_path: Path) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("by hand")
+    rt = Runtime([overwrite_tool(target)], root=tmp_path)
+    r = await rt.call("replace_notes", {"text": "new"})
+    assert r.content == "kept: Nobody could be asked."
+    assert target.read_text() == "by hand"
+
+
+async def test_an_approver_that_fails_is_a_no_not_a_crash(tmp_path: Path) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("by hand")
+
+    async def broken(question: Question) -> Approval:
+        raise RuntimeError("the UI went away")
+
+    rt = Runtime([overwrite_tool(target)], root=tmp_path, approver=broken)
+    r = await rt.call("replace_notes", {"text": "new"})
+    assert r.ok
+    assert r.content == "kept: The question could not be asked (RuntimeError)."
+    assert target.read_text() == "by hand"
+
+
+async def test_an_approver_that_knows_only_calls_denies_the_rest(tmp_path: Path) -> None:
+    # The documented pattern for approvers written before questions existed.
+    target = tmp_path / "notes.txt"
+    target.write_text("by hand")
+
+    async def calls_only(question: Question) -> Approval:
+        if not isinstance(question, ApprovalRequest):
+            return Approval.deny("Only tool calls are approved here.")
+        return Approval.allow_once()
+
+    rt = Runtime([overwrite_tool(target)], root=tmp_path, approver=calls_only)
+    r = await rt.call("replace_notes", {"text": "new"})
+    assert r.content == "kept: Only tool calls are approved here."
+    assert target.read_text() == "by hand"
