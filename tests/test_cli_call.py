@@ -437,17 +437,63 @@ def raw_on_a_terminal(
 def test_terminal_prompt_yes_allows_once(workspace: Path) -> None:
     out = run_on_a_terminal(workspace, "y", "write_file", "file_path=new.txt", "content=hi")
     assert out.returncode == 0, out.stderr
-    assert "write_file needs your approval: `write_file` can change things" in out.stderr
-    assert f"  write {workspace / 'new.txt'}" in out.stderr
+    # The question of `handrail chat`: the call and its diff, the reason, the same choices.
+    asked = out.stderr.splitlines()
+    assert asked[:3] == [
+        "? Write new.txt  new content, 1 line  +1 -0",
+        "  └ @@ -0,0 +1 @@",
+        "    +hi",
+    ], out.stderr
+    assert "Reason: write_file can change things" in asked
+    assert "Do you want to make this edit?" in asked
+    assert "  1. [y] Yes" in asked
+    assert "  2. [s] Yes, and don't ask again for write_file(new.txt) in this session" in asked
+    assert "  3. [p] Yes, and always allow write_file(new.txt) in this project" in asked
+    assert "  4. [n] No, and tell the agent what to do instead" in asked
+    assert "❯ choose y/s/p/n:   → allowed once" in asked  # the typed answer is not echoed here
     assert (workspace / "new.txt").read_text() == "hi"
     assert not (workspace / ".handrail").exists()
 
 
-def test_terminal_prompt_default_is_no(workspace: Path) -> None:
-    out = run_on_a_terminal(workspace, "", "write_file", "file_path=new.txt", "content=hi")
+@pytest.mark.parametrize("answer", ["", "n\n"], ids=["empty-line", "n-then-no-reason"])
+def test_terminal_prompt_default_is_no(workspace: Path, answer: str) -> None:
+    out = run_on_a_terminal(workspace, answer, "write_file", "file_path=new.txt", "content=hi")
     assert out.returncode == 1
-    assert "declined this call at the terminal" in out.stderr
+    assert "  → declined" in out.stderr
+    assert "denied by user: The user declined this call. Do not retry it" in out.stderr
     assert not (workspace / "new.txt").exists()
+
+
+def test_terminal_prompt_no_tells_the_model_what_to_do_instead(workspace: Path) -> None:
+    out = run_on_a_terminal(
+        workspace, "n\nwrite notes.md instead", "write_file", "file_path=new.txt", "content=hi"
+    )
+    assert out.returncode == 1
+    assert "What should the agent do instead? (Enter to skip):" in out.stderr
+    assert "  → declined: write notes.md instead" in out.stderr
+    assert "The user declined this call and said: write notes.md instead" in out.stderr
+    assert not (workspace / "new.txt").exists()
+
+
+def test_terminal_prompt_asks_again_until_it_understands(workspace: Path) -> None:
+    out = run_on_a_terminal(workspace, "maybe\n1", "write_file", "file_path=new.txt", "content=x")
+    assert out.returncode == 0, out.stderr
+    assert "Answer y, s, p, n, or 1-4." in out.stderr
+    assert out.stderr.count("❯ choose y/s/p/n:") == 2
+    assert (workspace / "new.txt").read_text() == "x"
+
+
+def test_terminal_prompt_session_answer_is_kept_in_the_session_file(workspace: Path) -> None:
+    session = workspace.parent / "s.json"
+    args = ("--session", str(session), "write_file", "file_path=new.txt")
+    out = run_on_a_terminal(workspace, "s", *args, "content=1")
+    assert out.returncode == 0, out.stderr
+    assert "  → allowed write_file(new.txt) for this session" in out.stderr
+    assert not (workspace / ".handrail").exists()  # nothing saved in the project
+    # The next call of the session, with nobody to ask, is allowed by the session's rule.
+    again = run(workspace, *args, "content=2")
+    assert again.returncode == 0, again.stderr
+    assert (workspace / "new.txt").read_text() == "2"
 
 
 def test_terminal_prompt_always_saves_the_rule_for_next_time(workspace: Path) -> None:
@@ -456,8 +502,11 @@ def test_terminal_prompt_always_saves_the_rule_for_next_time(workspace: Path) ->
     (workspace / ".handrail").mkdir()
     (workspace / ".handrail" / "settings.json").write_text('{"locale": "en"}')
     (workspace / ".handrail" / "settings.local.json").write_text('{"locale": "en"}')
-    out = run_on_a_terminal(workspace, "always", "write_file", "file_path=new.txt", "content=1")
+    out = run_on_a_terminal(workspace, "p", "write_file", "file_path=new.txt", "content=1")
     assert out.returncode == 0, out.stderr
+    saved_in = workspace / ".handrail" / "settings.local.json"
+    said = f"→ allowed write_file(new.txt); saved in {saved_in}"  # wrapped at 80 columns
+    assert "".join(said.split()) in "".join(out.stderr.split()), out.stderr
     saved = json.loads((workspace / ".handrail" / "settings.local.json").read_text())
     assert saved == {"locale": "en", "permissions": {"allow": ["write_file(new.txt)"]}}
     assert (workspace / ".handrail" / "settings.json").read_text() == '{"locale": "en"}'
@@ -491,7 +540,7 @@ def test_a_signal_at_the_prompt_stops_at_once(
         with selectors.DefaultSelector() as sel:
             sel.register(proc.stderr, selectors.EVENT_READ)
             for _ in range(600):  # up to 60 s for the prompt
-                if b"Allow?" in shown:
+                if b"choose y/s/p/n:" in shown:
                     break
                 if not sel.select(timeout=0.1):
                     continue
@@ -499,7 +548,7 @@ def test_a_signal_at_the_prompt_stops_at_once(
                 if not chunk:
                     break
                 shown += chunk
-        assert b"Allow? [y]es / [N]o / [a]lways" in shown
+        assert b"choose y/s/p/n:" in shown
         proc.send_signal(sig)  # nobody answers: the signal alone must end it
         proc.communicate(timeout=30)
         assert proc.returncode == status
@@ -557,19 +606,24 @@ def test_json_output_keeps_the_tools_exact_output(workspace: Path) -> None:
 def test_an_approval_shows_the_arguments_without_obeying_their_escape_sequences(
     workspace: Path,
 ) -> None:
-    out = raw_on_a_terminal(workspace, "n", "run_shell", f"command=echo {HOSTILE}")
+    out = raw_on_a_terminal(workspace, "n\n", "run_shell", f"command=echo {HOSTILE}")
     assert out.returncode == 1
     assert_no_raw_controls(out.stderr)
     shown = out.stderr.decode()
-    assert "run_shell needs your approval" in shown
-    # The whole command, every hidden or overwritten part of it visible.
-    assert f"  run echo {SHOWN.replace(chr(10), chr(10) + '      ')}\n" in shown, shown
-    assert "declined this call at the terminal" in shown
+    assert "Do you want to run this command?" in shown
+    # The whole command under the call's line (wrapped at 80 columns), every hidden or
+    # overwritten part of it visible.
+    body = shown[shown.index("  └ echo ") : shown.index("Reason:")]
+    assert "".join(body.split()) == "└echo" + "".join(SHOWN.split()), body
+    assert "  → declined\n" in shown
 
 
 def test_an_approval_shows_a_path_on_one_line(workspace: Path) -> None:
     name = "new.txt\n  write /etc/motd"
-    out = raw_on_a_terminal(workspace, "n", "write_file", f"file_path={name}", "content=x")
+    out = raw_on_a_terminal(workspace, "n\n", "write_file", f"file_path={name}", "content=x")
     assert out.returncode == 1
     shown = out.stderr.decode()
-    assert f"  write {workspace}/new.txt\\n  write /etc/motd\n" in shown, shown
+    # The rule names the path as it is, the newline spelled: nothing reads as another line.
+    flat = " ".join(shown.split())
+    assert "don't ask again for write_file(new.txt\\n write /etc/motd) in this session" in flat
+    assert not any(line.startswith("  write /etc/motd") for line in shown.splitlines()), shown

@@ -419,7 +419,7 @@ def on_a_terminal(
 def test_always_in_an_untrusted_checkout_saves_the_rule_but_trusts_nothing(
     home: Path, checkout: Path, canaries: Path
 ) -> None:
-    out = on_a_terminal(home, checkout, "always", "write_file", "file_path=new.txt", "content=x")
+    out = on_a_terminal(home, checkout, "p", "write_file", "file_path=new.txt", "content=x")
     assert out.returncode == 0, out.stderr
     assert (checkout / "new.txt").read_text() == "x"
     saved = json.loads((checkout / ".handrail" / "settings.local.json").read_text())
@@ -442,7 +442,7 @@ def test_always_in_a_trusted_checkout_keeps_it_trusted(home: Path, tmp_path: Pat
         '{"permissions": {"allow": ["run_shell(npm test:*)"]}}'
     )
     assert handrail(home, root, "trust").returncode == 0
-    out = on_a_terminal(home, root, "always", "write_file", "file_path=new.txt", "content=x")
+    out = on_a_terminal(home, root, "p", "write_file", "file_path=new.txt", "content=x")
     assert out.returncode == 0, out.stderr
     assert "not trusted" not in out.stderr
     assert "  trusted since " in handrail(home, tmp_path, "trust", "--list").stdout

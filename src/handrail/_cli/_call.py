@@ -3,7 +3,8 @@
 The arguments are a JSON object (given as is, so malformed JSON gets the same INVALID_ARGS a
 model would), `-` for JSON on stdin, or `key=value` pairs whose values are JSON when they parse
 and strings otherwise (always strings for the fields the tool's schema types as strings). A
-call that needs approval asks on a terminal (y/N/always); without a terminal it is denied
+call that needs approval asks on a terminal, with the choices and keys of `handrail chat`
+(y, s for the session, p to save the rule in the project, n); without a terminal it is denied
 unless `--yes`. Each call is a session of its own unless `--session FILE` carries one from
 call to call (`_call_session`). The content goes to stdout (with the diff, when the content
 does not already show it); the error code, issues and denial go to stderr. Exit status: 0
@@ -17,7 +18,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
@@ -25,20 +26,16 @@ from .._atomic import write_file_atomic
 from .._contract import (
     Approval,
     ApprovalRequest,
-    FetchUrl,
-    PermissionRequest,
-    ReadPath,
-    RunCommand,
-    SwitchMode,
+    Approver,
+    Question,
+    ToolCall,
     ToolResult,
-    WritePath,
 )
-from ..display import terminal_text
+from ..display import CallStatus, Display, terminal_text
 from ..errors import ConfigurationError
 from ..permissions import FolderConfig, is_trusted, read_folder_config, rules_to_allow, trust_folder
 from ..permissions._settings import project_settings
 from ..permissions._trust import quoted_trust_command
-from ..runtime import ApproverFunc
 from ._call_session import load_session_file, results_folder, save_session_file
 from ._common import (
     CliError,
@@ -163,32 +160,6 @@ def parse_arguments(
     return out
 
 
-def describe(request: PermissionRequest) -> str:
-    """What a permission request touches, in a few words."""
-    if isinstance(request, WritePath):
-        return f"write {request.path}"
-    if isinstance(request, ReadPath):
-        return f"read {request.path}"
-    if isinstance(request, RunCommand):
-        return f"run {request.command}"
-    if isinstance(request, FetchUrl):
-        return f"fetch {request.url}"
-    if isinstance(request, SwitchMode):
-        return f"switch to {request.mode} mode"
-    return type(request).__name__
-
-
-def shown_request(request: PermissionRequest) -> str:
-    r"""`describe(request)` as the approval prompt prints it, indented, nothing in it obeyed.
-
-    A path or URL stays on one line (a newline in it shows as `\n`, so it cannot fake
-    another request); a command's later lines are indented under its first.
-    """
-    if isinstance(request, RunCommand):
-        return "  run " + terminal_text(request.command).replace("\n", "\n      ")
-    return "  " + terminal_text(describe(request), multiline=False)
-
-
 def _shell_quote(text: str) -> str:
     import shlex
 
@@ -304,61 +275,53 @@ async def read_line(stdin: TextIO) -> str:
     return stdin.readline()
 
 
-def terminal_approver(root: Path, err: Console, stdin: TextIO) -> ApproverFunc:
-    """Ask on the terminal: y allows once, always also saves a rule, anything else denies."""
-    from rich.text import Text
+def terminal_approver(
+    root: Path,
+    err: Console,
+    stdin: TextIO,
+    display: Callable[[ToolCall], Display] | None = None,
+) -> Approver:
+    """Ask on the terminal, with the keys and words of `handrail chat` (`_question`).
 
-    async def approve(request: ApprovalRequest) -> Approval:
-        # Everything shown comes from the model's arguments: spelled out, never obeyed.
-        rules = rules_to_allow(request)
-        shown = terminal_text(" and ".join(rules), multiline=False)
-        tool = terminal_text(request.tool_name, multiline=False)
-        err.print(Text(f"{tool} needs your approval: ", style="bold yellow"), end="")
-        err.print(Text(terminal_text(request.reason)), soft_wrap=True)
-        for item in request.requests:
-            err.print(Text(shown_request(item)), soft_wrap=True)
-            if isinstance(item, SwitchMode) and item.plan:
-                err.print(Text(terminal_text(item.plan.strip())), soft_wrap=True)
-        err.print(
-            Text(f"Allow? [y]es / [N]o / [a]lways (saves {shown} in {SETTINGS_FILE}): "),
-            end="",
-            soft_wrap=True,
-        )
-        answer = (await read_line(stdin)).strip().lower()
-        if answer in ("y", "yes"):
-            return Approval.allow_once()
-        if answer in ("a", "always"):
-            try:
-                path = root / SETTINGS_FILE
-                for rule in rules:
-                    path = save_rule(root, rule)
-            except (OSError, ValueError) as exc:
-                warn(f"could not save {shown}: {exc}; allowing this call once")
-                return Approval.allow_once()
-            try:
-                later = "from now on" if is_trusted(root) else "in this session"
-            except ConfigurationError:
-                later = "in this session"
-            err.print(Text(f"saved: {shown} allowed {later} ({path})", style="dim"))
-            return Approval.allow_always()
-        return Approval.deny("The user declined this call at the terminal.")
+    y allows once, s for the rest of the session, p also saves the rule in the project's
+    `.handrail/settings.local.json`, n (or an empty line) declines and asks what to do
+    instead. `display` shows the call as its tool does (the proposed diff, the command).
+    """
+    from ..agent._terminal._question import line_approver
 
-    return approve
+    return line_approver(
+        err,
+        lambda: read_line(stdin),
+        display=display,
+        save_rule=lambda rule: save_rule(root, rule),
+        rule_file=str(SETTINGS_FILE),
+    )
 
 
-def choose_approver(yes: bool, interactive: bool, root: Path, err: Console) -> ApproverFunc:
+def choose_approver(
+    yes: bool,
+    interactive: bool,
+    root: Path,
+    err: Console,
+    display: Callable[[ToolCall], Display] | None = None,
+) -> Approver:
     """--yes approves, a terminal asks, anything else denies with a hint."""
     if yes:
 
-        async def approve_all(request: ApprovalRequest) -> Approval:
+        async def approve_all(question: Question) -> Approval:
             return Approval.allow_once()
 
         return approve_all
     if interactive:
-        return terminal_approver(root, err, sys.stdin)
+        return terminal_approver(root, err, sys.stdin, display)
 
-    async def deny_all(request: ApprovalRequest) -> Approval:
-        return not_a_terminal(request)
+    async def deny_all(question: Question) -> Approval:
+        if isinstance(question, ApprovalRequest):
+            return not_a_terminal(question)
+        return Approval.deny(
+            f"handrail call is not on a terminal, so nobody could answer: {question.reason}",
+            source="mode",
+        )
 
     return deny_all
 
@@ -367,12 +330,18 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
     """Make the call, print the result; 0 when it is ok, else 1."""
     out, err = consoles()
     interactive = ns.arguments != ["-"] and sys.stdin.isatty()
-    approver = choose_approver(ns.yes, interactive, opts.root, err)
     session_file: Path | None = ns.session
     tools = await load_tool_set(opts)
     saved = True
     try:
-        rt = make_runtime(opts, tools.registry, approver)
+        rt = make_runtime(opts, tools.registry)
+        approver = choose_approver(
+            ns.yes,
+            interactive,
+            opts.root,
+            err,
+            lambda call: rt.display(call, status=CallStatus.WAITING),
+        )
         if session_file is not None:
             load_session_file(session_file, rt.session)
         # The printed path of a truncated result must outlive this process.
@@ -382,7 +351,7 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
             arguments = parse_arguments(
                 ns.arguments, sys.stdin, target.parameters if target is not None else None
             )
-            result = await rt.call(ns.tool, arguments, call_id="cli_1")
+            result = await rt.call(ns.tool, arguments, call_id="cli_1", approver=approver)
             if session_file is not None:
                 try:
                     save_session_file(session_file, rt.session)

@@ -4,8 +4,9 @@ The prompt comes as an argument or on stdin. Output formats: `text` (progress on
 the final answer on stdout), `json` (one result object at the end), `stream-json` (every event
 as a JSON line, ending with the same result object). Calls that would ask for approval are
 denied, and the model is told which rule would allow them, unless stdin and stderr are a
-terminal and the output is text: then the terminal asks. Ctrl-C interrupts the run (every
-started call still gets a result, and the session can be resumed); a second Ctrl-C quits.
+terminal and the output is text: then the terminal asks, with the choices and keys of
+`handrail chat`. Ctrl-C interrupts the run (every started call still gets a result, and the
+session can be resumed); a second Ctrl-C quits.
 
 Exit status: 0 success, 1 model or runtime error, 2 usage error, 53 turn limit reached,
 54 budget spent, 130 interrupted, 143 terminated. A replay exits 0 when every tool result
@@ -26,12 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .._context import PermissionMode
-from .._contract import Approval
 from ..display import terminal_text
 from ._common import CliError, CommonOptions, json_text, load_tool_set, make_runtime
 
 if TYPE_CHECKING:
-    from ..agent import Agent, ApprovalAsked, Event, RunResult, SavedSession
+    from .._contract import Approver
+    from ..agent import Agent, Event, RunResult, SavedSession
+    from ..runtime import Runtime
     from ._common import SubParsers
 
 EXIT = {
@@ -240,7 +242,7 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
         if saved is not None and own and not ns.replay:
             rt.session.id = saved.id  # carry on in the same transcript
         out = _Output(ns.output_format, sys.stdout, sys.stderr)
-        approver = None
+        approver: Approver | None = None
         if ns.replay and own:
             from ..agent._replay import recorded_approver
 
@@ -253,7 +255,7 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
                 "without --mode it replays in plan mode (read-only)"
             )
         elif ns.output_format == "text" and sys.stdin.isatty() and sys.stderr.isatty():
-            approver = _terminal(opts.root)
+            approver = _terminal(opts.root, rt)
         agent = Agent(
             client,
             rt,
@@ -328,19 +330,19 @@ async def _replay(agent: Agent, saved: Any, out: _Output) -> int:
     return 1 if differences else 0
 
 
-def _terminal(root: Path) -> Any:
+def _terminal(root: Path, rt: Runtime) -> Approver:
+    """Ask on the terminal as `handrail call` and `chat` do; a sub-agent's question names it."""
     from rich.console import Console
 
+    from ..display import CallStatus
     from ._call import terminal_approver
 
-    ask = terminal_approver(root, Console(stderr=True, highlight=False), sys.stdin)
-
-    async def approve(asked: ApprovalAsked) -> Approval:
-        if asked.agent != "main":
-            sys.stderr.write(f"[{terminal_text(asked.agent, multiline=False)}] ")
-        return await ask(asked.request)
-
-    return approve
+    return terminal_approver(
+        root,
+        Console(stderr=True, highlight=False),
+        sys.stdin,
+        lambda call: rt.display(call, status=CallStatus.WAITING),
+    )
 
 
 class _Output:

@@ -1,4 +1,4 @@
-"""Synthetic displays for the renderer: every status with every body kind, groups, approvals.
+"""Synthetic displays for the renderer: every status with every body kind, groups, questions.
 
 Built by hand (not by the tools) so that the renderer's own cases stay fixed while the tools'
 displays evolve; `test_render_builtin.py` covers what the built-in tools really produce.
@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from handrail import ApprovalRequest, Confirmation, Question, ToolCall
+from handrail.agent._terminal._question import QuestionBlock, choices, key_line
 from handrail.agent._terminal._render import (
-    approval_block,
+    Glyphs,
     call_block,
     call_line,
     group_block,
@@ -63,12 +65,54 @@ OUTPUT = "\n".join(
     + ["FAILED tests/test_29.py::test_render - AssertionError: 40 != 80", "1 failed, 28 passed"]
 )
 
-CHOICES = [
-    ("y", "Yes"),
-    ("s", "Yes, and don't ask again for run_shell(pytest:*) in this session"),
-    ("p", "Yes, and save run_shell(pytest:*) to .handrail/settings.local.json"),
-    ("n", "No, and tell the agent what to do instead (Esc)"),
-]
+RULE_FILE = ".handrail/settings.local.json"
+
+
+def approval(
+    d: Display,
+    g: Glyphs,
+    *,
+    reason: str,
+    agent: str = "main",
+    rules: tuple[str, ...] = ("run_shell(pytest:*)",),
+    save: bool = True,
+    selected: int | None = None,
+    height: int | None = None,
+) -> QuestionBlock:
+    """The question about call `d` as the terminal asks it, key line included."""
+    tool = d.tool_name or "tool"
+    request = ApprovalRequest(
+        call=ToolCall(id="call_1", name=tool),
+        tool_name=tool,
+        reason=reason,
+        allow_rules=rules,
+        agent=agent,
+    )
+    return asked(request, g, display=d, save=save, selected=selected, height=height)
+
+
+def asked(
+    question: Question,
+    g: Glyphs,
+    *,
+    display: Display | None = None,
+    save: bool = True,
+    selected: int | None = None,
+    height: int | None = None,
+) -> QuestionBlock:
+    """Any question as the terminal asks it (choices from `_question`, the key line under them)."""
+    options = choices(question, rule_file=RULE_FILE if save else None)
+    return QuestionBlock(
+        question=question,
+        options=options,
+        g=g,
+        display=display,
+        selected=selected,
+        footer=key_line(options, g),
+        height=height,
+        more="v shows all",
+    )
+
 
 # One display per body kind; the statuses are applied below.
 KINDS: dict[str, Display] = {
@@ -270,46 +314,48 @@ def synthetic_cases() -> list[Case]:
         body=TextBody.of("pytest -q tests/agent --maxfail=1 -k 'render and not slow'"),
     )
     reason = "edit_file changes files; default mode asks before every edit"
-    add(
-        "approval/main-edit",
-        lambda g: approval_block(edit, reason=reason, agent="main", choices=CHOICES[::3], g=g),
-    )
+    rules = ("edit_file(src/app.py)",)
+    add("approval/main-edit", lambda g: approval(edit, g, reason=reason, rules=rules, save=False))
     add(
         "approval/sub-agent-command",
-        lambda g: approval_block(
-            command,
-            reason="run_shell can change things",
-            agent="explore#1",
-            choices=CHOICES,
-            g=g,
-            selected=1,
+        lambda g: approval(
+            command, g, reason="run_shell can change things", agent="explore#1", selected=1
         ),
     )
+    long_edit = replace(
+        long_diff, status=CallStatus.WAITING, body=DiffBody.of(numbered_diff(25)), duration=0.0
+    )
+    # 15 rows: the region's 13, as `chat` fits it.
+    big = ("edit_file(big.py)",)
     add(
-        "approval/long-diff-capped",
-        lambda g: approval_block(
-            replace(
-                long_diff,
-                status=CallStatus.WAITING,
-                body=DiffBody.of(numbered_diff(25)),
-                duration=0.0,
-            ),
-            reason="",
-            agent="main",
-            choices=CHOICES[::3],
-            g=g,
-            expanded=False,
-        ),
+        "approval/long-diff-fitted",
+        lambda g: approval(long_edit, g, reason=reason, rules=big, height=13),
     )
+    add("approval/long-diff-whole", lambda g: approval(long_edit, g, reason="", rules=big))
     add(
         "approval/other-tool",
-        lambda g: approval_block(
+        lambda g: approval(
             Display(title="deploy api", status=CallStatus.WAITING, tool_name="deploy"),
+            g,
             reason="deploy is not read-only",
             agent="",
-            choices=CHOICES[::3],
-            g=g,
+            rules=("deploy",),
+            save=False,
             selected=0,
         ),
     )
+    domain = Confirmation(
+        reason="Allow fetching pages from example.com?",
+        topic="domain",
+        subject="example.com",
+        tool_name="web_fetch",
+    )
+    add("confirmation/yes-no", lambda g: asked(domain, g))
+    add(
+        "confirmation/always",
+        lambda g: asked(
+            replace(domain, always="allow example.com for this session", agent="explore#1"), g
+        ),
+    )
+    add("question/plain", lambda g: asked(Question(reason="Carry on with the migration?"), g))
     return cases

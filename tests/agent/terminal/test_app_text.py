@@ -8,19 +8,22 @@ from pathlib import Path
 from inline_snapshot import snapshot
 from rich.console import Console
 
-from handrail import Registry, Runtime
+from handrail import Approval, Question, Registry, Runtime
 from handrail.agent import Agent, ModelClient
-from handrail.agent._terminal._app import ChatApp, _declined
+from handrail.agent._terminal._app import ChatApp
+from handrail.agent._terminal._question import SAID_NO, declined
 from handrail.builtin import coding_tools
 
 
 def test_a_declined_call_tells_the_model_what_to_do() -> None:
-    assert _declined("") == snapshot(
+    assert declined("") == snapshot(
         "The user declined this call. Do not retry it; ask what they want instead, or take another approach."
     )
-    assert _declined("use pytest instead") == snapshot(
+    assert declined("use pytest instead") == snapshot(
         "The user declined this call and said: use pytest instead"
     )
+    # A tool's own question answered "No" (what the tool passes on is its own).
+    assert SAID_NO == snapshot("The user said no.")
 
 
 async def test_an_attached_file_reaches_the_model_framed_and_a_secret_does_not(
@@ -53,6 +56,34 @@ Attached files:
     shown = out.getvalue()
     assert "attached notes.txt" in shown
     assert "not attached link.txt" in shown
+    await agent.aclose()
+    await rt.aclose()
+
+
+async def test_an_attachment_that_would_ask_is_refused_without_asking(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("alpha\n")
+    asked: list[Question] = []
+
+    async def approve(question: Question) -> Approval:  # the runtime's own: never used here
+        asked.append(question)
+        return Approval.allow_once()
+
+    rt = Runtime(
+        Registry(coding_tools(project_dir=tmp_path)),
+        root=tmp_path,
+        ask=["read_file"],
+        approver=approve,
+    )
+    client = ModelClient("openai_chat", "m", base_url="http://127.0.0.1:9/v1", key_required=False)
+    agent = Agent(client, rt, save=False)
+    out = io.StringIO()
+    app = ChatApp(agent, Console(file=out, width=200, force_terminal=False))
+    sent = await app.attach("look at @notes.txt")
+    assert sent == "look at @notes.txt"
+    assert asked == []
+    (line,) = out.getvalue().splitlines()
+    assert line.startswith("✗ not attached notes.txt: "), line
+    assert "Not approved: attachments outside the workspace are refused." in line
     await agent.aclose()
     await rt.aclose()
 

@@ -19,7 +19,6 @@ from handrail.agent._terminal._render import (
     DIFF_LINES,
     PROGRESS_LINES,
     UNICODE,
-    approval_block,
     call_block,
     call_line,
     clean,
@@ -38,7 +37,7 @@ from handrail.display import (
     TextBody,
 )
 
-from ._cases import CHOICES, KINDS, numbered_diff, synthetic_cases
+from ._cases import KINDS, approval, numbered_diff, synthetic_cases
 from ._golden import Screen
 
 PLAIN_80 = Screen(80, ascii=False, color=False)
@@ -258,8 +257,12 @@ def test_escape_sequences_from_tools_never_reach_the_terminal() -> None:
     )
     for screen in (Screen(80, ascii=False, color=True), Screen(40, ascii=True, color=False)):
         out = screen.render(
-            approval_block(
-                hostile, reason="\x1b[1A", agent="\x1b[2K", choices=CHOICES, g=screen.glyphs
+            approval(
+                hostile,
+                screen.glyphs,
+                reason="\x1b[1A",
+                agent="\x1b[2K",
+                rules=("run_shell(rm\x1b[2J:*)",),
             )
         )
         # With colour on, rich's own SGR codes are the only escapes left...
@@ -275,6 +278,7 @@ def test_escape_sequences_from_tools_never_reach_the_terminal() -> None:
             r"safe\x1b",
             r"Reason:\x1b[1A",
             r"\x1b[2Kwantsto",
+            r"againforrun_shell(rm\x1b[2J:*)inthissession",
         ):
             assert spelled in flat, spelled
 
@@ -290,9 +294,7 @@ def test_an_approval_shows_what_would_hide_part_of_a_command() -> None:
         body=DiffBody.of("@@ -1 +1,2 @@\n-keep\n+rm -rf ~\r# harmless comment\n+x\u2066y"),
     )
     for screen in (PLAIN_80, Screen(80, ascii=True, color=False)):
-        out = screen.render(
-            approval_block(d, reason=command, agent="main", choices=CHOICES, g=screen.glyphs)
-        )
+        out = screen.render(approval(d, screen.glyphs, reason=command))
         assert "\u200b" not in out and "\r" not in out and "\u200d" not in out
         assert "Run r\\u200bm -rf ~" in out
         assert "+rm -rf ~\\r# harmless comment" in out
@@ -321,14 +323,7 @@ def test_approval_names_the_sub_agent_and_numbers_the_choices() -> None:
         body=TextBody.of(cmd),
     )
     out = PLAIN_40.render(
-        approval_block(
-            d,
-            reason="run_shell can change things",
-            agent="explore#1",
-            choices=CHOICES,
-            g=ASCII,
-            selected=3,
-        )
+        approval(d, ASCII, reason="run_shell can change things", agent="explore#1", selected=3)
     )
     flat = " ".join(out.split())
     assert "explore#1 wants to run this command. Allow it?" in flat
@@ -336,16 +331,50 @@ def test_approval_names_the_sub_agent_and_numbers_the_choices() -> None:
     # The whole command is on screen (wrapped, never cut), twice: the title and the body.
     assert flat.count("'render and not slow and not flaky'") == 2
     assert "..." not in out
-    for i, (key, label) in enumerate(CHOICES, 1):
-        assert f"{i}. [{key}] {label}" in flat
+    labels = [
+        "[y] Yes",
+        "[s] Yes, and don't ask again for run_shell(pytest:*) in this session",
+        "[p] Yes, and always allow run_shell(pytest:*) in this project "
+        "(.handrail/settings.local.json)",
+        "[n] No, and tell the agent what to do instead",
+    ]
+    for i, label in enumerate(labels, 1):
+        assert f"{i}. {label}" in flat
     assert "> 4. [n] No" in out
+    assert out.rstrip().endswith("> choose y/s/p/n:")
     assert all(cell_len(line) <= 40 for line in out.splitlines())
 
-    main = PLAIN_80.render(
-        approval_block(d, reason="", agent="main", choices=CHOICES[:1], g=UNICODE)
-    )
+    main = PLAIN_80.render(approval(d, UNICODE, reason="", save=False))
     assert "Do you want to run this command?" in main
     assert "Reason" not in main
+    assert "[p]" not in main and "choose y/s/n:" in main
+
+
+@pytest.mark.parametrize("rows", [15, 12, 9, 6])
+@pytest.mark.parametrize("width", [80, 40])
+def test_a_fitted_question_keeps_its_choices_and_cuts_the_diff(rows: int, width: int) -> None:
+    long_edit = replace(
+        KINDS["edit"], status=CallStatus.WAITING, body=DiffBody.of(numbered_diff(25))
+    )
+    height = rows - 2  # the chat's live region
+    block = approval(long_edit, UNICODE, reason="edit_file can change things", height=height)
+    out = Screen(width, ascii=False, color=False).render(block).splitlines()
+    assert len(out) <= height, out
+    # The key line at the bottom, every choice above it (whole when there is room).
+    assert out[-1].startswith("❯ choose y/s/p/n:")
+    flat = " ".join(" ".join(out).split())
+    if height >= 5:
+        for i, key in enumerate("yspn", 1):
+            assert f"{i}. [{key}] " in flat, out
+    if width == 80 and rows >= 12:
+        assert "in this project (.handrail/settings.local.json)" in flat
+    if rows >= (12 if width == 80 else 15):  # room for some of the diff: the rest is counted
+        shown = [line for line in out if re.match(r"\s+(└ @@|[-+](old|new) line)", line)]
+        hidden = re.search(r"… \+(\d+) lines hidden \(v shows all\)", flat)
+        assert hidden is not None, out
+        assert len(shown) + int(hidden.group(1)) == 51  # the hunk header and 50 lines
+    whole = Screen(width, ascii=False, color=False).render(replace(block, height=None))
+    assert "hidden" not in whole and "+new line 25" in whole
 
 
 @pytest.mark.parametrize(

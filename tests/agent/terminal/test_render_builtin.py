@@ -23,13 +23,13 @@ from rich.cells import cell_len
 
 from handrail.agent._terminal._render import (
     Glyphs,
-    approval_block,
     call_block,
     group_block,
     group_line,
 )
 from handrail.display import CallStatus, Display
 
+from ._cases import approval
 from ._golden import SCREENS, Build, Case, Screen, check
 
 CASES_FILE = Path(__file__).parents[2] / "builtin" / "display_cases.py"
@@ -60,21 +60,13 @@ def displays(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[tuple[st
         yield asyncio.run(_load_cases().display_cases(tmp))
 
 
-def _choices(d: Display) -> list[tuple[str, str]]:
-    return [
-        ("y", "Yes"),
-        ("s", f"Yes, and don't ask again for {d.tool_name} in this session"),
-        ("n", "No, and tell the agent what to do instead (Esc)"),
-    ]
-
-
 def _block(d: Display) -> Build:
     return lambda g: call_block(d, g)
 
 
 def _approval(d: Display) -> Build:
     reason = f"{d.tool_name} asks before it runs in default mode"
-    return lambda g: approval_block(d, reason=reason, agent="main", choices=_choices(d), g=g)
+    return lambda g: approval(d, g, reason=reason, rules=(d.tool_name,), save=False)
 
 
 def _group(ds: list[Display]) -> Build:

@@ -17,11 +17,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from handrail import Registry, Runtime
+from handrail import ApprovalRequest, Registry, Runtime, ToolCall
 from handrail.agent import Agent, Event, ModelClient, RunResult
+from handrail.agent._terminal._question import Asking, choices
 from handrail.agent._terminal._render import glyphs
-from handrail.agent._terminal._view import TurnView, split_paragraphs
+from handrail.agent._terminal._view import CallGroup, TurnView, split_paragraphs
 from handrail.builtin import coding_tools
+from handrail.display import CallStatus, DiffBody, Display, DisplayGroup
 from handrail.testing import ModelServer, Reply, ScriptItem, ToolUse
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -245,3 +247,40 @@ def test_a_long_open_code_block_renders_only_its_end_still_highlighted_as_code()
     assert lines[-1] == "x_2999 = 2999"
     short = "a\n\n```\ncode\n"
     assert _source_tail(short, 10) == short
+
+
+def test_a_question_is_the_bottom_of_the_region_and_its_call_is_drawn_only_there() -> None:
+    diff = "@@ -1,12 +1,12 @@\n" + "".join(f"-old {i}\n+new {i}\n" for i in range(6))
+    waiting = Display(
+        title="Edit calc.py",
+        status=CallStatus.WAITING,
+        group=DisplayGroup.EDIT,
+        body=DiffBody.of(diff),
+        tool_name="edit_file",
+        call_id="c1",
+    )
+    running = Display(
+        title="Run make", group=DisplayGroup.SHELL, tool_name="run_shell", call_id="c2"
+    )
+    request = ApprovalRequest(
+        call=ToolCall(id="c1", name="edit_file"), tool_name="edit_file", reason="asks"
+    )
+    console = Console(file=io.StringIO(), width=80, height=15, force_terminal=True)
+    view = TurnView(console, glyphs(False))
+    view.running = True
+    view.pending.append(CallGroup(collapsible=False, displays={"c1": waiting, "c2": running}))
+
+    def region() -> list[str]:
+        lines = console.render_lines(view.live(), console.options, pad=False)
+        return [_ANSI.sub("", "".join(s.text for s in line)).rstrip() for line in lines]
+
+    before = region()
+    assert "    +new 5" in before  # the waiting call, drawn with the running one
+    view.question = Asking(request, choices(request), glyphs(False), display=waiting, more="v")
+    rows = region()
+    assert len(rows) <= 13  # the terminal's 15 rows, less the two the region leaves free
+    assert rows[-1].startswith("❯ choose y/s/n:"), rows
+    assert rows.count("  └ @@ -1,12 +1,12 @@") == 1, rows  # the diff once, in the question
+    assert any(r.startswith("  3. [n] No") for r in rows), rows
+    assert re.search(r"… \+\d+ lines hidden \(v\)", "\n".join(rows)), rows
+    assert "esc to interrupt" not in "\n".join(rows)  # the key line replaces the working line

@@ -4,10 +4,13 @@ Two phases alternate. At the prompt, prompt_toolkit owns the terminal (multi-lin
 history, completion of `/commands` and `@paths`, Shift-Tab for the mode, a status line).
 During a turn, a small live region shows what runs while finished blocks go to scrollback,
 and a key reader turns Esc into an interrupt, Shift-Tab into a mode change and anything typed
-into type-ahead for the next prompt. Approvals are asked inside the turn, from the same keys.
+into type-ahead for the next prompt. The run's questions (a call's approval, a tool's
+confirmation) are asked inside the turn, at the bottom of the live region, answered from the
+same keys (`_question`: the same choices and words as `handrail call` and `run`).
 
-Ctrl-C interrupts a turn (a second one quits); at the prompt, Ctrl-C twice or Ctrl-D exits.
-An interrupted turn still gives every call a result, so the next message carries on.
+Ctrl-C interrupts a turn; a second one quits, whether the turn is still stopping or has
+already given the prompt back (within `EXIT_WINDOW`). At the prompt, Ctrl-C twice or Ctrl-D
+exits. An interrupted turn still gives every call a result, so the next message carries on.
 """
 
 from __future__ import annotations
@@ -20,16 +23,15 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
 from ..._context import PermissionMode
-from ..._contract import Approval, ToolResult
-from ...display import CallStatus
-from ...permissions import rules_to_allow
+from ..._contract import Approval, ApprovalRequest, Question, ToolResult
+from ...display import CallStatus, Display
 from .._conversation import AssistantMessage
 from .._events import ApprovalAsked, Event, RunResult
 from .._loop import Agent, Model
@@ -37,16 +39,24 @@ from .._sessions import SavedSession
 from ._commands import COMMANDS, Commands
 from ._glyphs import clean, glyphs
 from ._keys import KeyReader
-from ._layout import Hang
-from ._render import approval_block, call_block
+from ._question import Asking, Choice, answered, choices, pick, refusal, settle
+from ._render import call_block
 from ._view import CallGroup, TurnView, markdown
+
+if TYPE_CHECKING:
+    from ._input import PromptInput
 
 T = TypeVar("T")
 
 MODES = (PermissionMode.DEFAULT, PermissionMode.ACCEPT_EDITS, PermissionMode.PLAN)
 """What Shift-Tab cycles through."""
 EXIT_WINDOW = 2.0
-"""Seconds within which a second Ctrl-C at the prompt exits."""
+"""Seconds within which a second Ctrl-C at the prompt exits (counted from the first press at
+the prompt, or from when the prompt is back after a press interrupted the turn)."""
+SHOW_ALL = "v"
+"""The key that prints the whole call asked about (what a short screen cuts) above the question."""
+NOT_ATTACHED = "Not approved: attachments outside the workspace are refused."
+"""Why an @attachment that would need approval is not attached."""
 _ATTACH = re.compile(r"(?<![\w@])@([^\s@]+)")
 
 
@@ -68,7 +78,7 @@ class ChatOptions:
 
 
 class ChatApp:
-    """The terminal agent around one `Agent` (whose approver it becomes)."""
+    """The terminal agent around one `Agent`; it answers the questions of the runs it starts."""
 
     def __init__(self, agent: Agent, console: Console, options: ChatOptions | None = None) -> None:
         self.agent = agent
@@ -82,12 +92,19 @@ class ChatApp:
         self.last_result: RunResult | None = None
         self.history: list[CallGroup] = []
         """Groups of calls shown so far, newest last (for /expand)."""
-        self._answer: asyncio.Future[str] | None = None
-        self._reason: str | None = None
+        self._asking: Asking | None = None
+        self._answer: asyncio.Future[Choice | str | None] | None = None
+        self._one_question = asyncio.Lock()
+        self._displays: dict[str, Display | None] = {}
+        """The call each waiting question is about, as the run showed it."""
         self._ctrl_c_at = 0.0
+        self._ctrl_c_in_turn = False
+        """A Ctrl-C interrupted the last turn: the prompt's window for a second one is open."""
+        self._presses = 0
+        """Ctrl-C presses during the running turn."""
         self._quit = False
         self._task: asyncio.Task[Any] | None = None
-        agent.approver = self.approve
+        self._prompt: PromptInput | None = None
 
     # -- the main loop -----------------------------------------------------------------------
 
@@ -96,20 +113,39 @@ class ChatApp:
 
         `first` is sent as the first message; `resumed` names the session carried on.
         """
+        loop = asyncio.get_running_loop()
+        with contextlib.ExitStack() as stack:
+            # One Ctrl-C handler for the whole session, not one per turn: a press that lands
+            # between a turn and the prompt (the terminal is cooked for that moment) must not
+            # reach the default handler, which raises KeyboardInterrupt wherever the program
+            # happens to be. The prompt itself reads Ctrl-C as a key.
+            try:
+                loop.add_signal_handler(signal.SIGINT, self._sigint)
+                stack.callback(loop.remove_signal_handler, signal.SIGINT)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+            return await self._converse(first, resumed)
+
+    async def _converse(self, first: str | None, resumed: SavedSession | None) -> int:
         from ._input import PromptInput
 
         self.banner()
         if resumed is not None:
             self.resumed(resumed)
-        prompt = PromptInput(self, COMMANDS)
+        prompt = self._prompt = PromptInput(self, COMMANDS)
         pending = first
         while True:
+            if self._quit:
+                return 130
             if pending is None:
+                if self._ctrl_c_in_turn:
+                    # Counted from when the prompt is back, so a press typed ahead always lands.
+                    self._ctrl_c_at, self._ctrl_c_in_turn = time.monotonic(), False
                 try:
                     text = await prompt.read(default=self._take_typeahead())
                 except KeyboardInterrupt:
                     now = time.monotonic()
-                    if now - self._ctrl_c_at <= EXIT_WINDOW:
+                    if self._quit or now - self._ctrl_c_at <= EXIT_WINDOW:
                         return 130
                     self._ctrl_c_at = now
                     self.console.print(Text("Press Ctrl-C again to exit", style="dim"))
@@ -125,13 +161,32 @@ class ChatApp:
                 status = await self.commands.run(text)
                 if status is not None:
                     return status
-                if self._quit:
-                    return 130
                 continue
             await self.turn(text)
-            if self._quit:
-                return 130
             pending = self._submitted_typeahead()
+
+    def _sigint(self) -> None:
+        """Ctrl-C as a signal: the first interrupts the turn, the second quits.
+
+        Outside a turn (the moment between a turn and the prompt), the prompt's rule holds:
+        a second press within `EXIT_WINDOW`, or after a press that interrupted the turn, quits.
+        """
+        task = self._task
+        if task is not None and not task.done():
+            self._presses += 1
+            if self._presses > 1:
+                self._quit = True
+                task.cancel()
+            else:
+                self.interrupt()
+            return
+        now = time.monotonic()
+        if self._ctrl_c_in_turn or now - self._ctrl_c_at <= EXIT_WINDOW:
+            self._quit = True
+            if self._prompt is not None:
+                self._prompt.cancel()  # a prompt already up returns at once
+            return
+        self._ctrl_c_at = now
 
     def banner(self) -> None:
         """The first lines: what runs, where, and how to get help."""
@@ -177,7 +232,8 @@ class ChatApp:
         """Send one message and show the run until it ends."""
         prompt = await self.attach(text)
         started = time.monotonic()
-        result = await self.busy(self.agent.run(prompt, on_event=self._event))
+        work = self.agent.run(prompt, on_event=self._event, approver=self.approve)
+        result = await self.busy(work)
         if result is None:
             return None
         self.last_result = result
@@ -199,6 +255,8 @@ class ChatApp:
         return True
 
     def _event(self, event: Event) -> None:
+        if isinstance(event, ApprovalAsked) and isinstance(event.request, ApprovalRequest):
+            self._displays[event.request.call.id] = event.display
         if self.view is not None:
             self.view.handle(event)
 
@@ -207,26 +265,10 @@ class ChatApp:
         view = view or self.new_view()
         previous, self.view = self.view, view
         view.running = True
-        loop = asyncio.get_running_loop()
         task: asyncio.Task[T] = asyncio.ensure_future(work)
         self._task = task
-        pressed = 0
-
-        def on_sigint() -> None:
-            nonlocal pressed
-            pressed += 1
-            if pressed > 1:
-                self._quit = True
-                task.cancel()
-                return
-            self.interrupt()
-
+        self._presses = 0
         with contextlib.ExitStack() as stack:
-            try:
-                loop.add_signal_handler(signal.SIGINT, on_sigint)
-                stack.callback(loop.remove_signal_handler, signal.SIGINT)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
             stack.enter_context(
                 KeyReader(on_escape=self._escape, on_backtab=self._backtab, on_text=self._typed)
             )
@@ -247,6 +289,8 @@ class ChatApp:
                     raise
                 return None
             finally:
+                # The turn may end before the next press: the prompt takes it as the second.
+                self._ctrl_c_in_turn = self._presses > 0
                 refresher.cancel()
                 view.running = False
                 view.footer = None
@@ -302,7 +346,10 @@ class ChatApp:
             path = (self.runtime.cwd / name).expanduser()
             if not path.is_file():
                 continue
-            result = await self.runtime.call("read_file", {"file_path": name})
+            # Outside a turn nobody is asked: what would need approval is not attached.
+            result = await self.runtime.call(
+                "read_file", {"file_path": name}, approver=_refuse_attachment
+            )
             if result.ok:
                 attached.append(f'<file path="{name}">\n{result.content}\n</file>')
                 shown = clean(name, ascii=self.glyphs.ascii)
@@ -318,85 +365,61 @@ class ChatApp:
             return text
         return text + "\n\nAttached files:\n\n" + "\n\n".join(attached)
 
-    # -- approvals ---------------------------------------------------------------------------
+    # -- questions ---------------------------------------------------------------------------
 
-    async def approve(self, asked: ApprovalAsked) -> Approval:
-        """Ask the user about one call (the agent's or a sub-agent's, named)."""
-        view = self.view
-        if view is None:  # outside a turn (an @attachment that needs approval): no
-            return Approval.deny("Not approved: attachments outside the workspace are refused.")
-        request = asked.request
-        rules = rules_to_allow(request)
-        shown = " + ".join(rules)
-        display = asked.display or self.runtime.display(request.call, status=CallStatus.WAITING)
-        choices = [
-            ("y", "Yes"),
-            ("s", f"Yes, and don't ask again for {shown} in this session"),
-        ]
-        if self.options.save_rule is not None:
-            choices.append(("p", f"Yes, and always allow {shown} here ({self.options.rule_file})"))
-        choices.append(("n", "No, and tell the agent what to do instead (esc)"))
-        view.flush()
-        self.console.print(
-            approval_block(
-                display,
-                # Markdown code marks read as noise on a terminal.
-                reason=clean(request.reason.replace("`", ""), ascii=self.glyphs.ascii),
-                agent=asked.agent,
-                choices=choices,
-                g=self.glyphs,
+    async def approve(self, question: Question) -> Approval:
+        """Ask the user one question of a run (the agent's or a sub-agent's, named).
+
+        The question takes the bottom of the live region until a key answers it; what was
+        asked and the answer then stay in the scrollback. Questions asked at the same time
+        (calls run side by side) come one after the other.
+        """
+        async with self._one_question:
+            view = self.view
+            if view is None:  # not inside a turn: nobody is watching the keys
+                return Approval.deny("Nobody could be asked.", source="mode")
+            display = None
+            if isinstance(question, ApprovalRequest):
+                display = self._displays.pop(question.call.id, None) or self.runtime.display(
+                    question.call, status=CallStatus.WAITING
+                )
+            save = self.options.save_rule
+            options = choices(question, rule_file=self.options.rule_file if save else None)
+            asking = Asking(
+                question, options, self.glyphs, display=display, more=f"{SHOW_ALL} shows all"
             )
-        )
-        keys = "/".join(k for k, _ in choices)
-        view.footer = Text(f"{self.glyphs.cursor} choose {keys}: ", style="bold")
-        loop = asyncio.get_running_loop()
-        self._answer = loop.create_future()
-        self._reason = None
-        try:
-            key = await self._answer
-            if key == "n":
-                view.footer = Text(
-                    "What should the agent do instead? (Enter to send, Esc to skip): ", "bold"
-                )
-                self._reason = ""
+            view.flush()
+            view.question = asking
+            self._asking = asking
+            loop = asyncio.get_running_loop()
+            try:
                 self._answer = loop.create_future()
-                said = await self._answer
-                return self._said(
-                    Approval.deny(_declined(said)), f"declined{': ' + said if said else ''}"
-                )
-            if key == "esc":
-                return self._said(Approval.deny(_declined("")), "declined")
-            if key == "s":
-                return self._said(Approval.allow_always(), f"allowed {shown} for this session")
-            if key == "p" and self.options.save_rule is not None:
-                try:
-                    where = self.options.save_rule(rules[0])
-                    for rule in rules[1:]:
-                        where = self.options.save_rule(rule)
-                except (OSError, ValueError) as exc:
-                    said = clean(f"could not save {shown}: {exc}", ascii=self.glyphs.ascii)
-                    self.console.print(Text(said, style="yellow"))
-                    return self._said(Approval.allow_once(), "allowed once")
-                return self._said(Approval.allow_always(), f"allowed {shown}; saved in {where}")
-            return self._said(Approval.allow_once(), "allowed once")
-        finally:
-            self._answer = None
-            self._reason = None
-            view.footer = None
-
-    def _said(self, approval: Approval, text: str) -> Approval:
-        style = "red" if approval.kind == "deny" else "green"
-        # Wrapped under itself, not at column 0, on a narrow terminal.
-        said = clean(text, ascii=self.glyphs.ascii)
-        self.console.print(Hang(Text(f"  {self.glyphs.arrow} ", style=style), Text(said, style)))
-        return approval
+                picked = await self._answer
+                reason = ""
+                if not isinstance(picked, Choice):  # Esc
+                    picked = refusal(options)
+                elif picked.action == "no" and isinstance(question, ApprovalRequest):
+                    asking.reason = ""
+                    self._answer = loop.create_future()
+                    said = await self._answer
+                    reason = said.strip() if isinstance(said, str) else ""
+                answer = settle(question, picked, reason=reason, save_rule=save)
+            finally:
+                self._answer = None
+                self._asking = None
+                view.question = None
+            if answer.warning:
+                self.console.print(Text(clean(answer.warning, ascii=self.glyphs.ascii), "yellow"))
+            self.console.print(answered(question, display, answer, self.glyphs))
+            return answer.approval
 
     # -- keys during a turn ------------------------------------------------------------------
 
     def _escape(self) -> None:
-        answer = self._answer
-        if answer is not None and not answer.done():
-            answer.set_result("" if self._reason is not None else "esc")
+        answer, asking = self._answer, self._asking
+        if answer is not None and not answer.done() and asking is not None:
+            # Choosing: plain "No"; typing what to do instead: "No" without it.
+            answer.set_result(None if asking.reason is None else "")
             return
         self.interrupt()
 
@@ -406,33 +429,32 @@ class ChatApp:
             self.view.note(f"mode: {self.mode}")
 
     def _typed(self, text: str) -> None:
-        answer = self._answer
-        if answer is None or answer.done():
+        answer, asking = self._answer, self._asking
+        if answer is None or answer.done() or asking is None:
             for ch in text:
                 if ch in "\x7f\b":
                     self.typeahead = self.typeahead[:-1]
                 else:
                     self.typeahead += ch
             return
-        if self._reason is None:  # choosing
-            for ch in text.lower():
-                key = {"1": "y", "2": "s", "3": "p", "4": "n"}.get(ch, ch)
-                if key in "ysn" or (key == "p" and self.options.save_rule is not None):
-                    answer.set_result(key)
+        if asking.reason is None:  # choosing
+            for ch in text:
+                if ch.lower() == SHOW_ALL:
+                    self.console.print(asking.whole())
+                    continue
+                found = pick(asking.options, ch)
+                if found is not None:
+                    answer.set_result(found)
                     return
             return
         for ch in text:  # typing what the agent should do instead
             if ch in "\r\n":
-                answer.set_result(self._reason.strip())
+                answer.set_result(asking.reason)
                 return
             if ch in "\x7f\b":
-                self._reason = self._reason[:-1]
+                asking.reason = asking.reason[:-1]
             elif ch.isprintable():
-                self._reason += ch
-        if self.view is not None:
-            self.view.footer = Text.assemble(
-                ("What should the agent do instead? ", "bold"), (self._reason, "")
-            )
+                asking.reason += ch
 
     def _take_typeahead(self) -> str:
         text, self.typeahead = self.typeahead, ""
@@ -517,10 +539,5 @@ def _first(result: ToolResult) -> str:
     return clean((result.content.strip().splitlines() or [""])[0][:400])
 
 
-def _declined(said: str) -> str:
-    if said:
-        return f"The user declined this call and said: {said}"
-    return (
-        "The user declined this call. Do not retry it; ask what they want instead, or take "
-        "another approach."
-    )
+async def _refuse_attachment(question: Question) -> Approval:
+    return Approval.deny(NOT_ATTACHED)

@@ -139,6 +139,16 @@ class PromptInput:
         return kb
 
     async def read(self, default: str = "") -> str:
-        """The next message (KeyboardInterrupt on Ctrl-C, EOFError on Ctrl-D)."""
+        """The next message (KeyboardInterrupt on Ctrl-C, EOFError on Ctrl-D).
+
+        Ctrl-C is a key here (the terminal is raw): the app's own signal handler stays in
+        place for the moments around the prompt.
+        """
         mark = f"{self.app.glyphs.cursor} "
-        return await self.session.prompt_async(mark, default=default)
+        return await self.session.prompt_async(mark, default=default, handle_sigint=False)
+
+    def cancel(self) -> None:
+        """End the prompt if it is up, as Ctrl-C does (`read` raises KeyboardInterrupt)."""
+        app = self.session.app
+        if app.is_running and app.future is not None and not app.future.done():
+            app.exit(exception=KeyboardInterrupt())

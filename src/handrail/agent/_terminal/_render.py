@@ -1,9 +1,10 @@
-"""Tool calls as rich renderables: a call's line and block, a group's line, an approval.
+"""Tool calls as rich renderables: a call's line and block, a group's line and block.
 
 Pure functions of `handrail.display` values: no I/O, no `Live`, no input. The app decides what
-stays live and prints each finished block to scrollback once. Everything fits the width it is
-drawn at (lines are cut, least important part first, never wrapped), and meaning never rests
-on colour alone: every status has its glyph and, when it went wrong, its word (`denied`).
+stays live and prints each finished block to scrollback once; `_question` builds the question
+about a call from these pieces. Everything fits the width it is drawn at (lines are cut, least
+important part first, never wrapped), and meaning never rests on colour alone: every status
+has its glyph and, when it went wrong, its word (`denied`).
 
 ```
 ✓ Edit src/app.py  +1 -1 (12 ms)
@@ -22,7 +23,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 
-from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -32,7 +32,6 @@ from ...display import (
     CallStatus,
     DiffBody,
     Display,
-    DisplayGroup,
     TableBody,
     TextBody,
     group_summary,
@@ -52,7 +51,7 @@ __all__ = [
     "UNICODE",
     "Glyphs",
     "Line",
-    "approval_block",
+    "body_rows",
     "call_block",
     "call_line",
     "clean",
@@ -61,6 +60,8 @@ __all__ = [
     "glyphs",
     "group_block",
     "group_line",
+    "under_elbow",
+    "wrapped",
 ]
 
 DIFF_LINES = 20
@@ -89,17 +90,6 @@ _WORD: Mapping[CallStatus, str] = {
     CallStatus.CANCELLED: "cancelled",
 }
 _WORST = (CallStatus.FAILED, CallStatus.DENIED, CallStatus.CANCELLED)
-
-# What an approval asks, by what the call does: "Do you want to make this edit?"
-_ASKS: Mapping[DisplayGroup, str] = {
-    DisplayGroup.READ: "read this file",
-    DisplayGroup.SEARCH: "run this search",
-    DisplayGroup.LIST: "list this directory",
-    DisplayGroup.EDIT: "make this edit",
-    DisplayGroup.SHELL: "run this command",
-    DisplayGroup.FETCH: "fetch this page",
-    DisplayGroup.AGENT: "start this agent",
-}
 
 
 def format_duration(seconds: float) -> str:
@@ -196,22 +186,24 @@ def call_block(
     `hint` follows each `… +N lines` mark (e.g. `ctrl+o to expand`).
     """
     head = call_line(d, g, frame=frame)
-    under = _under(d, g, expanded=expanded, hint=hint)
+    under = body_rows(d, g, expanded=expanded, hint=hint)
     if not under:
         return head
-    return Group(head, _hang(g, Group(*under)))
+    return Group(head, under_elbow(g, Group(*under)))
 
 
-def _hang(g: Glyphs, body: RenderableType) -> Hang:
+def under_elbow(g: Glyphs, body: RenderableType) -> Hang:
+    """`body` hung under the elbow: `  └ first row`, the other rows under it."""
     return Hang(Text(f"  {g.elbow} ", style="dim"), body)
 
 
-def _wrapped(text: Text) -> Hang:
-    # A bare Text keeps the space it wrapped at; Hang trims it.
+def wrapped(text: Text) -> Hang:
+    """`text` wrapped at the width, each row's trailing blank trimmed (a bare Text keeps it)."""
     return Hang(Text(""), text)
 
 
-def _under(d: Display, g: Glyphs, *, expanded: bool, hint: str) -> list[RenderableType]:
+def body_rows(d: Display, g: Glyphs, *, expanded: bool, hint: str) -> list[RenderableType]:
+    """What goes under a call's line, row by row (see `call_block`); `[]` when nothing does."""
     p = d.progress
     if not d.status.finished and p is not None and (p.lines or p.message):
         rows = [_row(_screen_line(x), "dim", g, wrap=False) for x in p.lines[-PROGRESS_LINES:]]
@@ -374,51 +366,4 @@ def group_block(
     members = ds if expanded else [d for d in ds if d.status is not CallStatus.DONE]
     if not members:
         return head
-    return Group(head, _hang(g, Group(*(call_line(d, g, frame=frame) for d in members))))
-
-
-def approval_block(
-    d: Display,
-    *,
-    reason: str,
-    agent: str,
-    choices: Sequence[tuple[str, str]],
-    g: Glyphs,
-    selected: int | None = None,
-    expanded: bool = True,
-) -> RenderableType:
-    """What the user sees when a call needs approval.
-
-    The call's block with its waiting body (the proposed diff, the command) wrapped rather
-    than cut, the reason, the question (naming the sub-agent when `agent` is not `main`),
-    then the numbered `choices` as `(key, label)`, the `selected` one marked with the cursor.
-    `expanded=False` caps a long diff as `call_block` does.
-    """
-    # Wrapped, not cut: the user must see all of what they are asked to allow.
-    mark, *rest = call_line(d, g).parts
-    rows: list[RenderableType] = [Hang(mark.text, Text("").join(p.text for p in rest))]
-    under = _under(d, g, expanded=expanded, hint="")
-    if under:
-        rows.append(_hang(g, Group(*under)))
-    if reason:
-        rows.append(_wrapped(Text.assemble(("Reason: ", "dim"), clean(reason, ascii=g.ascii))))
-    asks = _ASKS.get(d.group) or f"call {clean(d.tool_name, ascii=g.ascii) or 'this tool'}"
-    if agent and agent != "main":
-        question = Text.assemble(
-            (clean(agent, ascii=g.ascii), "bold magenta"), f" wants to {asks}. Allow it?"
-        )
-    else:
-        question = Text(f"Do you want to {asks}?")
-    question.stylize("bold")
-    rows.append(_wrapped(question))
-    for i, (key, label) in enumerate(choices):
-        mine = i == selected
-        prefix = Text(f"{g.cursor if mine else ' ' * cell_len(g.cursor)} {i + 1}. ")
-        choice = Text.assemble(
-            (f"[{clean(key, ascii=g.ascii)}]", "bold cyan"), " ", clean(label, ascii=g.ascii)
-        )
-        if mine:
-            prefix.stylize("bold cyan")
-            choice.stylize("bold")
-        rows.append(Hang(prefix, choice))
-    return Group(*rows)
+    return Group(head, under_elbow(g, Group(*(call_line(d, g, frame=frame) for d in members))))

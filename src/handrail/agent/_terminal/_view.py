@@ -23,6 +23,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.segment import Segment
 from rich.text import Text
 
+from ..._contract import ApprovalRequest
 from ...display import CallProgress, Display
 from .._events import (
     ApprovalAsked,
@@ -37,6 +38,7 @@ from .._events import (
     TurnEnded,
 )
 from ._glyphs import clean
+from ._question import Asking
 from ._render import Glyphs, call_block, group_block, group_line
 
 _FENCE = re.compile(r"^\s*(```|~~~)", re.M)
@@ -98,7 +100,10 @@ class TurnView:
         self.started = time.monotonic()
         self.status = "Thinking"
         self.footer: Text | None = None
-        """Replaces the working line (an approval question's input line)."""
+        """Replaces the working line."""
+        self.question: Asking | None = None
+        """The question waiting for its answer: the bottom of the region, fitted to its
+        height, in place of its call's block and of the working line."""
         self.running = False
         self.starts: dict[str, float] = {}
         """When each call started, for the elapsed time of the running ones."""
@@ -117,7 +122,9 @@ class TurnView:
         elif isinstance(event, ToolCallFinished):
             self._update(event.result.call_id, event.display)
         elif isinstance(event, ApprovalAsked):
-            self._update(event.request.call.id, event.display)
+            request = event.request
+            if isinstance(request, ApprovalRequest):
+                self._update(request.call.id, event.display)
         elif isinstance(event, TurnEnded):
             for block in self.pending:
                 block.closed = True
@@ -249,19 +256,27 @@ class TurnView:
         """What the live region shows, within `height` lines."""
         frame = int(time.monotonic() * 10)
         parts: list[RenderableType] = []
+        asked = self.question.call_id if self.question is not None else ""
         for block in self.pending:
             if isinstance(block, TextBlock):
                 if block.text.strip():
                     parts.append(_Tail(block.text, self.markdown, max(3, height // 2)))
                 continue
-            displays = [self._ticking(d) for d in block.displays.values()]
+            # The call asked about is drawn once, in its question.
+            displays = [
+                self._ticking(d) for d in block.displays.values() if not asked or d.call_id != asked
+            ]
+            if not displays:
+                continue
             if block.collapsible and len(displays) > 1:
                 parts.append(group_block(displays, self.glyphs, frame=frame))
                 continue
             if len(displays) > 1:
                 parts.append(group_line(displays, self.glyphs, frame=frame))
             parts.extend(call_block(d, self.glyphs, frame=frame) for d in displays)
-        if self.footer is not None:
+        if self.question is not None:
+            parts.append(self.question.block(height))
+        elif self.footer is not None:
             parts.append(self.footer)
         elif self.running:
             elapsed = int(time.monotonic() - self.started)
