@@ -1102,6 +1102,13 @@ async def test_paths_are_shown_relative_to_the_working_folder(ws: Path) -> None:
     assert (done.title, done.subtitle) == ("Read util.py", "2 lines")
 
 
+def test_a_newline_in_a_path_is_spelled_out_not_read_as_a_space(ws: Path) -> None:
+    # A model's path "new.txt\n  write /etc/motd" must not look like two words of a title.
+    rt = Runtime(Registry([ReadFile()]), root=ws)
+    call = ToolCall(id="c", name="read_file", arguments={"file_path": "new.txt\n  rm x\tz"})
+    assert rt.display(call).title == "Read new.txt\\n rm x\\tz"
+
+
 async def test_an_edit_waiting_for_approval_shows_the_lines_it_replaces(ws: Path) -> None:
     rt = Runtime(Registry(coding_tools(project_dir=ws)), root=ws, mode="default")
     assert (await rt.call("read_file", {"file_path": "app.py"})).ok

@@ -31,6 +31,7 @@ from ..display import (
     default_display,
     one_line,
     status_of,
+    terminal_text,
 )
 from ..sandbox import unified_diff
 from ._i18n import size_text
@@ -82,7 +83,9 @@ def _path(view: CallView, key: str, default: str = "?") -> str:
     raw = _raw(view.arguments, key).strip()
     if not raw:
         return default
-    return view.relative(posixpath.normpath(raw))
+    # A newline or tab in a path is spelled out: collapsed to a space by the one-line title,
+    # `new.txt\nwrite /etc/motd` would read as something else.
+    return view.relative(posixpath.normpath(terminal_text(raw, multiline=False)))
 
 
 def _quoted(text: str) -> str:
