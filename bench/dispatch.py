@@ -6,6 +6,14 @@ string) goes in, the text the model would read comes out; validation, the tool's
 in-memory. Method and fairness notes follow shared/research/dispatch-baseline.md; the
 comments below cite it as "research".
 
+The handrail columns are also measured in the previous release (`--base REV`, default the
+commit this work started from), side by side in the same run: `src/` of that commit comes from
+`git archive` into a temporary folder and runs in a child process (bench/_previous.py) with the
+same adapters and timing code; the parent has it time its blocks in turns with the current
+tree's, the order turning every round, so load on the shared machine hits both alike. The table
+then shows current / previous per row. If the release cannot be extracted or imported, its
+columns say n/a and the notes say why.
+
 Run it through `bash bench/run` (it sets up bench/.venv); `--quick` for a smoke run,
 `--pin` to pin to one core as the research did.
 """
@@ -34,6 +42,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import _previous  # bench/_previous.py: imported while bench/ is still on sys.path (see below)
 from pydantic import BaseModel, ValidationError
 
 # `python bench/dispatch.py` puts bench/ first on sys.path, where bench/mcp.py would shadow the
@@ -159,7 +168,99 @@ class Cell:
     text: str = ""  # model-facing text from the correctness call (trimmed)
 
 
+Cells = dict[str, dict[str, Cell]]  # column -> case key -> cell
+
+
 CallFn = Callable[[], Awaitable[Any]]
+Log = Callable[[str], None]
+
+
+def log_stderr(msg: str) -> None:
+    """Progress goes to stderr; stdout carries the report (or, in the child, the protocol)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def log_child(msg: str) -> None:
+    """The previous release's child logs to the same stderr: say whose line it is."""
+    log_stderr(f"  previous release: {msg.strip()}")
+
+
+class Timer:
+    """Times one cell in steps, so cells of two columns can take turns block by block."""
+
+    async def warm(self) -> float:
+        """WARMUP untimed calls; returns ns per call, to size the blocks."""
+        raise NotImplementedError
+
+    async def block(self, n: int) -> list[int]:
+        """n calls, each timed alone (perf_counter_ns)."""
+        raise NotImplementedError
+
+
+class LocalTimer(Timer):
+    """A cell timed in this process (in the child, the previous release's cells)."""
+
+    def __init__(self, fn: CallFn) -> None:
+        self.fn = fn
+
+    async def warm(self) -> float:
+        fn, pc = self.fn, time.perf_counter_ns
+        t0 = pc()
+        for _ in range(WARMUP):
+            await fn()
+        return max(1.0, (pc() - t0) / WARMUP)
+
+    async def block(self, n: int) -> list[int]:
+        fn, pc = self.fn, time.perf_counter_ns
+        samples: list[int] = []
+        append = samples.append
+        for _ in range(n):
+            t = pc()
+            await fn()
+            append(pc() - t)
+        return samples
+
+
+class BatchRunner:
+    """Times one column's calls to `slow`: one alone, and BATCH_N issued as one batch."""
+
+    async def warm(self) -> None:
+        raise NotImplementedError
+
+    async def one(self) -> float:
+        """Wall ms of one call."""
+        raise NotImplementedError
+
+    async def batch(self) -> float:
+        """Wall ms of BATCH_N calls issued at once."""
+        raise NotImplementedError
+
+
+class LocalBatchRunner(BatchRunner):
+    """Batch timing in this process; every step bounded, so a hung batch cannot stall the run."""
+
+    def __init__(self, one: CallFn, batch: Callable[[], Awaitable[list[Any]]]) -> None:
+        self._one, self._batch = one, batch
+
+    async def warm(self) -> None:
+        async with asyncio.timeout(BATCH_TIMEOUT_S):
+            await self._one()
+            await self._batch()
+
+    async def one(self) -> float:
+        async with asyncio.timeout(BATCH_TIMEOUT_S):
+            t = time.perf_counter()
+            await self._one()
+            return (time.perf_counter() - t) * 1000
+
+    async def batch(self) -> float:
+        async with asyncio.timeout(BATCH_TIMEOUT_S):
+            t = time.perf_counter()
+            results = await self._batch()
+            ms = (time.perf_counter() - t) * 1000
+        if len(results) != BATCH_N:
+            raise RuntimeError(f"batch returned {len(results)} results")
+        return ms
 
 
 class Adapter:
@@ -168,8 +269,14 @@ class Adapter:
     name: str = ""
     dist: str | None = None  # distribution whose version is printed
     is_peer: bool = True
+    pairs_with: str = ""  # the column this one is timed in turns with (its current version)
     unavailable: str | None = None  # set when the column cannot run at all
     why: str = ""  # detail for `unavailable`
+
+    @property
+    def label(self) -> str:
+        """The column's heading in the report."""
+        return self.name
 
     async def setup(self, stack: contextlib.AsyncExitStack) -> None:
         """Build tools/servers; enter long-lived contexts on `stack`."""
@@ -193,12 +300,46 @@ class Adapter:
             return f"expected an error result, got ok={ok} {text[:120]!r}"
         return None
 
+    async def prepare(
+        self, case: Case, cell: Cell, valid_text: dict[str, str], log: Log
+    ) -> Timer | None:
+        """Make the untimed correctness call; a Timer for the cell, or None (`cell` says why).
+
+        `valid_text` maps "column:tool" to the text of that tool's valid case: an invalid case
+        must give a different text.
+        """
+        made = self.make_call(case)
+        if isinstance(made, str):
+            cell.status, cell.note = "n/a", made
+            return None
+        first = await made()
+        _, text = self.view(first)
+        cell.text = _trim(text)
+        key = f"{self.name}:{case.tool}"
+        problem = self.check(case, first, valid_text.get(key))
+        if case.kind == "valid":
+            valid_text[key] = text
+        if problem:
+            cell.status, cell.note = "fail", problem
+            log(f"  {self.name:<20} {case.key:<15} FAIL: {problem}")
+            return None
+        return LocalTimer(made)
+
     def make_batch(self, n: int) -> Callable[[], Awaitable[list[Any]]] | str:
         """A coroutine function issuing n `slow` calls as one batch, or a reason it is n/a."""
         return "n/a"
 
     def make_slow_one(self) -> CallFn | str:
         return "n/a"
+
+    def batch_runner(self) -> BatchRunner | str:
+        """What times this column's batch row, or a reason it is n/a."""
+        batch, one = self.make_batch(BATCH_N), self.make_slow_one()
+        if isinstance(batch, str):
+            return batch
+        if isinstance(one, str):
+            return one
+        return LocalBatchRunner(one, batch)
 
 
 def _trim(text: str, n: int = 300) -> str:
@@ -677,6 +818,209 @@ ADAPTERS: tuple[type[Adapter], ...] = (
 )
 
 # ---------------------------------------------------------------------------------------------
+# handrail, previous release (`--base`): the same handrail columns, in a child process
+# ---------------------------------------------------------------------------------------------
+
+CASES_BY_KEY = {case.key: case for case in CASES}
+PREVIOUS_OF = ("handrail", "handrail_inline")  # the columns also measured in the previous release
+
+
+class ChildTimer(Timer):
+    """A cell of the previous release: each step is one request to the child."""
+
+    def __init__(self, release: _previous.PreviousRelease, column: str, case: str) -> None:
+        self.release, self.where = release, {"column": column, "case": case}
+
+    async def warm(self) -> float:
+        return float(self.release.request("warm", **self.where))
+
+    async def block(self, n: int) -> list[int]:
+        return list(self.release.request("block", n=n, **self.where))
+
+
+class ChildBatchRunner(BatchRunner):
+    """The previous release's batch row: each step is one request to the child."""
+
+    def __init__(self, release: _previous.PreviousRelease, column: str) -> None:
+        self.release, self.column = release, column
+
+    async def warm(self) -> None:
+        self.release.request("batch_warm", column=self.column)
+
+    async def one(self) -> float:
+        return float(self.release.request("batch_one", column=self.column))
+
+    async def batch(self) -> float:
+        return float(self.release.request("batch_many", column=self.column))
+
+
+class PreviousAdapter(Adapter):
+    """A handrail column (`pairs_with`) measured in the previous release, in a child process.
+
+    The child runs this same file with the release's `src/` first on PYTHONPATH and the same
+    adapter classes (served by `PreviousServer`), so both versions take the same path through
+    the same code; only the handrail underneath differs. Its cells are timed in turns with the
+    current column's (`time_group`). Requests block this process while the child works:
+    nothing here has to run meanwhile, and an idle parent disturbs the child's timing least.
+    """
+
+    is_peer = False
+
+    def __init__(self, of: str, release: _previous.PreviousRelease) -> None:
+        self.name, self.pairs_with, self.release = f"{of}_prev", of, release
+
+    @property
+    def label(self) -> str:
+        return f"{self.pairs_with} (previous release)"
+
+    async def setup(self, stack: contextlib.AsyncExitStack) -> None:
+        self.unavailable, self.why = self._start()
+
+    def _start(self) -> tuple[str | None, str]:
+        """Start the shared child (once); (None, "") if this column can run, else why not."""
+        release = self.release
+        release.start([sys.executable, os.path.abspath(__file__), "--previous-child"], "setup")
+        if release.reason:
+            short = "cannot extract" if release.reason.startswith("git") else "not importable"
+            return f"n/a ({short})", release.reason
+        column = release.info["columns"][self.pairs_with]
+        if column["unavailable"]:
+            why = column["why"] or column["unavailable"]
+            return "n/a (not importable)", why
+        imported = Path(release.info["file"] or "/").resolve()
+        if release.tmp is None or not imported.is_relative_to(release.tmp.resolve()):
+            return "n/a (wrong handrail)", f"the child imported {imported}, not {release.commit}"
+        return None, ""
+
+    async def prepare(
+        self, case: Case, cell: Cell, valid_text: dict[str, str], log: Log
+    ) -> Timer | None:
+        got = self.release.request("check", column=self.pairs_with, case=case.key)
+        cell.status, cell.note, cell.text = got["status"], got["note"], got["text"]
+        return ChildTimer(self.release, self.pairs_with, case.key) if got["timed"] else None
+
+    def batch_runner(self) -> BatchRunner | str:
+        reason = self.release.request("batch_setup", column=self.pairs_with)
+        return reason or ChildBatchRunner(self.release, self.pairs_with)
+
+    def stream(self) -> dict[str, Any]:
+        """The streaming test, run in the child (only for the default `handrail` column)."""
+        if self.unavailable:
+            return {"status": "n/a", "note": self.unavailable}
+        try:
+            return dict(self.release.request("stream"))
+        except _previous.ChildError as e:
+            return {"status": "error", "note": _trim(str(e), 200)}
+
+
+class PreviousServer:
+    """The child side of the previous-release columns: one step per request from the parent.
+
+    Holds the handrail adapters built on the release's handrail and what the parent set up
+    through them (a cell's call after its correctness check, a batch row), keyed by column.
+    """
+
+    def __init__(self) -> None:
+        self.stack = contextlib.AsyncExitStack()
+        self.columns: dict[str, Adapter] = {}
+        self.valid_text: dict[str, str] = {}
+        self.timers: dict[tuple[str, str], Timer] = {}
+        self.batches: dict[str, BatchRunner] = {}
+
+    def handlers(self) -> dict[str, Callable[..., Awaitable[Any]]]:
+        return {
+            "setup": self.setup,
+            "check": self.check,
+            "warm": self.warm,
+            "block": self.block,
+            "batch_setup": self.batch_setup,
+            "batch_warm": self.batch_warm,
+            "batch_one": self.batch_one,
+            "batch_many": self.batch_many,
+            "stream": self.stream,
+        }
+
+    async def setup(self) -> dict[str, Any]:
+        """Build the columns; say which handrail was imported, so the parent can check it."""
+        for cls in (HandrailAdapter, HandrailInlineAdapter):
+            a = cls()
+            await a.setup(self.stack)
+            self.columns[a.name] = a
+        handrail = sys.modules.get("handrail")
+        return {
+            "file": getattr(handrail, "__file__", None),
+            "version": getattr(handrail, "__version__", None),
+            "columns": {
+                name: {"unavailable": a.unavailable, "why": a.why}
+                for name, a in self.columns.items()
+            },
+        }
+
+    async def check(self, column: str, case: str) -> dict[str, Any]:
+        cell = Cell()
+        timer = await self.columns[column].prepare(
+            CASES_BY_KEY[case], cell, self.valid_text, log_child
+        )
+        if timer is not None:
+            self.timers[column, case] = timer
+        return {"status": cell.status, "note": cell.note, "text": cell.text, "timed": bool(timer)}
+
+    async def warm(self, column: str, case: str) -> float:
+        per_call_ns = await self.timers[column, case].warm()
+        gc.collect()  # as the parent does before its own blocks
+        return per_call_ns
+
+    async def block(self, column: str, case: str, n: int) -> list[int]:
+        return await self.timers[column, case].block(n)
+
+    async def batch_setup(self, column: str) -> str:
+        runner = self.columns[column].batch_runner()
+        if isinstance(runner, str):
+            return runner
+        self.batches[column] = runner
+        return ""
+
+    async def batch_warm(self, column: str) -> None:
+        await self.batches[column].warm()
+
+    async def batch_one(self, column: str) -> float:
+        return await self.batches[column].one()
+
+    async def batch_many(self, column: str) -> float:
+        return await self.batches[column].batch()
+
+    async def stream(self) -> dict[str, Any]:
+        return await run_stream(self.columns["handrail"], log_child)
+
+
+def build_columns(only: list[str] | None, release: _previous.PreviousRelease) -> list[Adapter]:
+    """The columns in table order, each handrail column followed by its previous release."""
+    columns: list[Adapter] = []
+    for cls in ADAPTERS:
+        a = cls()
+        if only and a.name not in only and not a.name.startswith("handrail"):
+            continue
+        columns.append(a)
+        if a.name in PREVIOUS_OF:
+            columns.append(PreviousAdapter(a.name, release))
+    return columns
+
+
+def column_groups(adapters: list[Adapter]) -> list[list[Adapter]]:
+    """Columns timed together, in turns: a handrail column with its previous release."""
+    groups: dict[str, list[Adapter]] = {}
+    for a in adapters:
+        groups.setdefault(a.pairs_with or a.name, []).append(a)
+    return list(groups.values())
+
+
+def rotated(items: list[str], turn: int) -> list[str]:
+    """`items` starting at `turn`: over the rounds every column goes first as often."""
+    k = turn % len(items) if items else 0
+    return items[k:] + items[:k]
+
+
+# ---------------------------------------------------------------------------------------------
 # Measurement
 # ---------------------------------------------------------------------------------------------
 
@@ -717,75 +1061,96 @@ def pct(sorted_samples: list[int], q: float) -> int:
     return sorted_samples[idx]
 
 
-async def time_cell(fn: CallFn, block_s: float) -> tuple[list[int], int]:
-    """Warm up, size blocks to about `block_s`, then time each call alone over BLOCKS blocks."""
-    pc = time.perf_counter_ns
-    t0 = pc()
-    for _ in range(WARMUP):
-        await fn()
-    per_call_ns = max(1.0, (pc() - t0) / WARMUP)
-    n = int(min(MAX_BLOCK_CALLS, max(MIN_BLOCK_CALLS, block_s * 1e9 / per_call_ns)))
+def _error(cell: Cell | BatchResult, what: str, e: Exception, log: Log) -> None:
+    """Mark a cell or batch row as errored (the rest of the run goes on) and say so."""
+    cell.status, cell.note = "error", f"{type(e).__name__}: {_trim(str(e), 200)}"
+    log(f"  {what} ERROR: {cell.note}")
+
+
+def block_size(per_call_ns: float, block_s: float) -> int:
+    """Calls per block for about `block_s` a block, within bounds."""
+    return int(min(MAX_BLOCK_CALLS, max(MIN_BLOCK_CALLS, block_s * 1e9 / per_call_ns)))
+
+
+async def prepare_cell(
+    a: Adapter, case: Case, cell: Cell, valid_text: dict[str, str], log: Log
+) -> Timer | None:
+    """The cell's Timer after its correctness call, or None with the reason in `cell`."""
+    if a.unavailable:
+        cell.status, cell.note = "skipped", a.unavailable
+        return None
+    try:
+        return await a.prepare(case, cell, valid_text, log)
+    except Exception as e:
+        _error(cell, f"{a.name:<20} {case.key:<15}", e, log)
+        return None
+
+
+async def time_group(
+    timers: dict[str, Timer], cells: dict[str, Cell], case: Case, block_s: float, log: Log
+) -> None:
+    """Time the cells of one row for columns timed together, filling `cells`.
+
+    Each column warms up and sizes its blocks to about `block_s`; then BLOCKS rounds of one
+    block per column, the order turning every round, so a burst of load on the machine hits
+    every column alike and none always runs first (or right after the other). A column alone
+    (every peer) is timed exactly as before: warm-up, then its BLOCKS blocks.
+    """
+    live, sizes = dict(timers), {}
+    for name, timer in timers.items():
+        try:
+            sizes[name] = block_size(await timer.warm(), block_s)
+        except Exception as e:
+            _error(cells[name], f"{name:<20} {case.key:<15}", e, log)
+            del live[name]
     gc.collect()  # research: GC stays on, collect before each case's timed blocks
-    samples: list[int] = []
-    append = samples.append
-    deadline = pc() + int(OVERRUN * BLOCKS * block_s * 1e9)
-    for _ in range(BLOCKS):
-        for _ in range(n):
-            t = pc()
-            await fn()
-            append(pc() - t)
+    samples: dict[str, list[int]] = {name: [] for name in live}
+    pc = time.perf_counter_ns
+    deadline = pc() + int(OVERRUN * BLOCKS * block_s * 1e9) * max(1, len(live))
+    for turn in range(BLOCKS):
+        for name in rotated(list(live), turn):
+            try:
+                samples[name].extend(await live[name].block(sizes[name]))
+            except Exception as e:
+                _error(cells[name], f"{name:<20} {case.key:<15}", e, log)
+                del live[name]
         if pc() > deadline:  # calls got much slower than calibrated: keep the run bounded
             break
-    return samples, n
+    for name in live:
+        cell, got = cells[name], sorted(samples[name])
+        cell.median_us = statistics.median(got) / 1000
+        cell.p99_us = pct(got, 0.99) / 1000
+        cell.samples, cell.block_size = len(got), sizes[name]
+        log(
+            f"  {name:<20} {case.key:<15} {cell.median_us:9.1f} / {cell.p99_us:9.1f} µs"
+            f"  (n={len(got)})"
+        )
 
 
-Log = Callable[[str], None]
+async def run_cells(adapters: list[Adapter], block_s: float, log: Log) -> Cells:
+    """Every (case, column) cell: correctness call, then timing.
 
-
-async def run_cells(
-    adapters: list[Adapter], block_s: float, log: Log
-) -> dict[str, dict[str, Cell]]:
-    """Every (case, column) cell: correctness call, then timing."""
-    cells: dict[str, dict[str, Cell]] = {a.name: {} for a in adapters}
+    A handrail column and its previous release are timed together (`time_group`): comparing
+    the two is what the run is for, and taking turns is what makes it fair on a noisy machine.
+    """
+    cells: Cells = {a.name: {} for a in adapters}
     valid_text: dict[str, str] = {}  # "column:tool" -> text of that tool's valid case
+    groups = column_groups(adapters)
     for case in CASES:
-        for a in adapters:
-            cell = Cell()
-            cells[a.name][case.key] = cell
-            if a.unavailable:
-                cell.status, cell.note = "skipped", a.unavailable
-                continue
-            made = a.make_call(case)
-            if isinstance(made, str):
-                cell.status, cell.note = "n/a", made
-                continue
-            try:
-                first = await made()  # untimed correctness call
-                _, text = a.view(first)
-                cell.text = _trim(text)
-                # An invalid case must give a different text from the same tool's valid case.
-                ref = valid_text.get(f"{a.name}:{case.tool}")
-                problem = a.check(case, first, ref)
-                if case.kind == "valid":
-                    valid_text[f"{a.name}:{case.tool}"] = text
-                if problem:
-                    cell.status, cell.note = "fail", problem
-                    log(f"  {a.name:<18} {case.key:<15} FAIL: {problem}")
-                    continue
-                samples, n = await time_cell(made, block_s)
-            except Exception as e:
-                cell.status, cell.note = "error", f"{type(e).__name__}: {_trim(str(e), 200)}"
-                log(f"  {a.name:<18} {case.key:<15} ERROR: {cell.note}")
-                continue
-            samples.sort()
-            cell.median_us = statistics.median(samples) / 1000
-            cell.p99_us = pct(samples, 0.99) / 1000
-            cell.samples, cell.block_size = len(samples), n
-            log(
-                f"  {a.name:<18} {case.key:<15} {cell.median_us:9.1f} / {cell.p99_us:9.1f} µs"
-                f"  (n={len(samples)})"
-            )
+        for group in groups:
+            timers: dict[str, Timer] = {}
+            for a in group:
+                cell = cells[a.name][case.key] = Cell()
+                timer = await prepare_cell(a, case, cell, valid_text, log)
+                if timer is not None:
+                    timers[a.name] = timer
+            if timers:
+                await time_group(timers, cells_of(cells, timers, case), case, block_s, log)
     return cells
+
+
+def cells_of(cells: Cells, columns: dict[str, Any], case: Case) -> dict[str, Cell]:
+    return {name: cells[name][case.key] for name in columns}
 
 
 @dataclass
@@ -800,47 +1165,64 @@ class BatchResult:
 
 BATCH_N = 10
 BATCH_RUNS = 5
+BATCH_TIMEOUT_S = 30
+
+
+def batch_runner(a: Adapter, res: BatchResult, log: Log) -> BatchRunner | None:
+    """The column's BatchRunner, or None with the reason in `res`."""
+    if a.unavailable:
+        res.status, res.note = "skipped", a.unavailable
+        return None
+    try:
+        runner = a.batch_runner()
+    except Exception as e:
+        _error(res, f"batch {a.name:<20}", e, log)
+        return None
+    if isinstance(runner, str):
+        res.status, res.note = "n/a", runner
+        return None
+    return runner
+
+
+async def batch_turns(
+    runners: dict[str, BatchRunner], step: str, rounds: int, out: dict[str, BatchResult], log: Log
+) -> dict[str, list[float]]:
+    """`rounds` rounds of `step` ("warm", "one" or "batch") for every runner, in turns.
+
+    The order turns every round, as in `time_group`. A runner that fails is marked and dropped.
+    """
+    got: dict[str, list[float]] = {name: [] for name in runners}
+    for turn in range(rounds):
+        for name in rotated(list(runners), turn):
+            try:
+                got[name].append(await getattr(runners[name], step)())
+            except Exception as e:
+                _error(out[name], f"batch {name:<20}", e, log)
+                del runners[name]
+    return got
 
 
 async def run_batches(adapters: list[Adapter], log: Log) -> dict[str, BatchResult]:
-    """10 x `slow` (50 ms) as one batch vs one call, wall time, median of BATCH_RUNS runs."""
-    out: dict[str, BatchResult] = {}
-    for a in adapters:
-        res = BatchResult()
-        out[a.name] = res
-        if a.unavailable:
-            res.status, res.note = "skipped", a.unavailable
-            continue
-        batch, one = a.make_batch(BATCH_N), a.make_slow_one()
-        if isinstance(batch, str) or isinstance(one, str):
-            res.status, res.note = "n/a", batch if isinstance(batch, str) else str(one)
-            continue
-        try:
-            async with asyncio.timeout(30):
-                await one()
-                await batch()  # warm
-                singles, batches = [], []
-                for _ in range(BATCH_RUNS):
-                    t = time.perf_counter()
-                    await one()
-                    singles.append((time.perf_counter() - t) * 1000)
-                for _ in range(BATCH_RUNS):
-                    t = time.perf_counter()
-                    results = await batch()
-                    batches.append((time.perf_counter() - t) * 1000)
-                    if len(results) != BATCH_N:
-                        raise RuntimeError(f"batch returned {len(results)} results")
-        except Exception as e:
-            res.status, res.note = "error", f"{type(e).__name__}: {_trim(str(e), 200)}"
-            log(f"  batch {a.name:<18} ERROR: {res.note}")
-            continue
-        res.single_ms, res.batch_ms = statistics.median(singles), statistics.median(batches)
-        res.ratio = res.batch_ms / res.single_ms
-        res.runs = [round(x, 2) for x in batches]
-        log(
-            f"  batch {a.name:<18} one {res.single_ms:6.1f} ms, "
-            f"10 {res.batch_ms:6.1f} ms, {res.ratio:.2f}x"
-        )
+    """10 x `slow` (50 ms) as one batch vs one call, wall time, median of BATCH_RUNS runs.
+
+    Columns timed together (a handrail column and its previous release) take turns run by run.
+    """
+    out = {a.name: BatchResult() for a in adapters}
+    for group in column_groups(adapters):
+        runners = {a.name: r for a in group if (r := batch_runner(a, out[a.name], log))}
+        await batch_turns(runners, "warm", 1, out, log)
+        singles = await batch_turns(runners, "one", BATCH_RUNS, out, log)
+        batches = await batch_turns(runners, "batch", BATCH_RUNS, out, log)
+        for name in runners:
+            res = out[name]
+            res.single_ms = statistics.median(singles[name])
+            res.batch_ms = statistics.median(batches[name])
+            res.ratio = res.batch_ms / res.single_ms
+            res.runs = [round(x, 2) for x in batches[name]]
+            log(
+                f"  batch {name:<20} one {res.single_ms:6.1f} ms, "
+                f"10 {res.batch_ms:6.1f} ms, {res.ratio:.2f}x"
+            )
     return out
 
 
@@ -964,9 +1346,6 @@ def fmt_cell(c: Cell) -> str:
     return c.status.upper()
 
 
-Cells = dict[str, dict[str, Cell]]
-
-
 def ratio_cell(
     case: Case, cells: Cells, adapters: list[Adapter], column: str = "handrail"
 ) -> tuple[str, float | None, str | None]:
@@ -988,12 +1367,65 @@ def ratio_cell(
     return f"{r:.2f}x vs {best_name} {mark}", r, best_name
 
 
+def previous_ratio_cell(case: Case, cells: Cells, column: str) -> tuple[str, float | None]:
+    """A handrail column's median ÷ its previous release's, same row: below 1 is faster now."""
+    now, before = cells[column][case.key], cells[f"{column}_prev"][case.key]
+    if before.status != "ok" or before.median_us is None:
+        if before.note.startswith("n/a"):  # the release could not run: the cell says why
+            return before.note, None
+        return f"n/a (previous: {before.status.upper()})", None
+    if now.status != "ok" or now.median_us is None:
+        return f"n/a ({now.status.upper()})", None
+    r = now.median_us / before.median_us
+    return f"{r:.2f}x", r
+
+
+def previous_summary(meta: dict[str, Any], ratios: dict[str, Any], paired: list[str]) -> str:
+    """How to read the vs-previous columns, and their geometric mean over the rows."""
+    prev = meta["previous"]
+    if prev["reason"]:
+        return f"vs previous release: n/a, `--base {prev['rev']}` did not run: {prev['reason']}"
+    means = []
+    for column in paired:
+        got = [r[f"{column}_vs_previous"] for r in ratios.values()]
+        got = [x for x in got if x is not None]
+        if got:
+            means.append(f"{column} {statistics.geometric_mean(got):.2f}x over {len(got)} rows")
+    summary = "; geometric mean: " + ", ".join(means) if means else ""
+    return (
+        f"vs previous release = median ÷ the same column's median in {prev['commit']} "
+        f"(`--base {prev['rev']}`), measured in this run in turns with it; "
+        f"below 1 is faster now{summary}."
+    )
+
+
+def stream_lines(label: str, stream: dict[str, Any]) -> list[str]:
+    """The streaming result of one column, as report lines."""
+    if stream.get("status") == "ok" or "total_s" in stream:
+        met = stream["overhead_pct"] <= TARGET_STREAM_PCT and stream["status"] == "ok"
+        lat = ", ".join(f"{c['latency_ms']:.1f}" for c in stream["calls"])
+        lines = [
+            f"{label} `rt.stream()`: total {stream['total_s']:.3f} s vs ideal "
+            f"{stream['ideal_s']:.3f} s (last submit + 50 ms): **{stream['overhead_pct']:+.2f}%** "
+            f"{'✓' if met else '✗'} (target within {TARGET_STREAM_PCT:.0f}%)",
+            f"per-call latency submit→result, ms: {lat}",
+        ]
+        if stream.get("note"):
+            lines.append(f"FAIL: {stream['note']}")
+        return lines
+    note = stream.get("note", "")
+    status = stream.get("status", "").upper()
+    shown = note if note.upper().startswith(status) else f"{status}: {note}"
+    return [f"{label} `rt.stream()`: {shown}"]
+
+
 def render(
     meta: dict[str, Any],
     adapters: list[Adapter],
     cells: Cells,
     batches: dict[str, BatchResult],
     stream: dict[str, Any],
+    stream_prev: dict[str, Any],
 ) -> tuple[str, dict[str, Any]]:
     """The markdown report and the raw JSON data."""
     lines: list[str] = []
@@ -1008,15 +1440,18 @@ def render(
     lines.append(
         f"- method: 1 untimed correctness call, {WARMUP} warm-up calls, {BLOCKS} blocks of "
         f"~{meta['block_s']} s per cell{' (--quick)' if meta['quick'] else ''}, each call timed "
-        "alone (perf_counter_ns), gc.collect() before each cell's blocks"
+        "alone (perf_counter_ns), gc.collect() before each cell's blocks; a handrail column and "
+        "its previous release take turns block by block, the order turning every round"
     )
     lines.append("")
     lines.append("## Per call, µs: **median** / p99")
     lines.append("")
     inline = any(a.name == "handrail_inline" for a in adapters)
-    header = ["case", *(a.name for a in adapters), "handrail vs fastest peer"]
+    paired = [a.pairs_with for a in adapters if a.pairs_with]
+    header = ["case", *(a.label for a in adapters), "handrail vs fastest peer"]
     if inline:
         header.append("handrail_inline vs fastest peer")
+    header.extend(f"{column} vs previous release" for column in paired)
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
     ratios: dict[str, Any] = {}
@@ -1028,12 +1463,19 @@ def render(
             text2, r2, _ = ratio_cell(case, cells, adapters, "handrail_inline")
             ratios[case.key]["ratio_inline"] = None if r2 is None else round(r2, 4)
             row.append(text2)
+        for column in paired:
+            text3, r3 = previous_ratio_cell(case, cells, column)
+            ratios[case.key][f"{column}_vs_previous"] = None if r3 is None else round(r3, 4)
+            row.append(text3)
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     lines.append(
         "Ratio = handrail median ÷ fastest peer median in the row (floor excluded); "
         f"target ≤ {TARGET_VS_PEER}x. p99 is noisy on a shared VM; read it as a rough guide."
     )
+    if paired:
+        lines.append("")
+        lines.append(previous_summary(meta, ratios, paired))
 
     notes = [
         f"- {a.name} / {case.key}: {c.status.upper()}: {c.note}"
@@ -1057,36 +1499,29 @@ def render(
         b = batches[a.name]
         if b.status == "ok" and b.ratio is not None:
             mark = f" {'✓' if b.ratio <= TARGET_BATCH else '✗'}" if a.name == "handrail" else ""
-            issued = how.get(a.name, "asyncio.gather of 10 calls")
+            issued = how.get(a.pairs_with or a.name, "asyncio.gather of 10 calls")
             lines.append(
-                f"| {a.name} | {issued} | {b.single_ms:.1f} | {b.batch_ms:.1f} "
+                f"| {a.label} | {issued} | {b.single_ms:.1f} | {b.batch_ms:.1f} "
                 f"| {b.ratio:.2f}x{mark} |"
             )
         else:
             why_not = f"{b.status.upper()}: {b.note}" if b.status in ("error", "fail") else b.note
-            lines.append(f"| {a.name} | – | – | – | {why_not} |")
+            lines.append(f"| {a.label} | – | – | – | {why_not} |")
     lines.append("")
     lines.append(f"Target for handrail: batch ≤ {TARGET_BATCH}x one call (serial would be ~10x).")
 
     lines.append("")
     lines.append("## Streaming: 5 calls to slow() submitted at 0.6/1.2/1.8/2.4/3.0 s, then close")
     lines.append("")
-    if stream.get("status") == "ok" or "total_s" in stream:
-        met = stream["overhead_pct"] <= TARGET_STREAM_PCT and stream["status"] == "ok"
+    lines.extend(stream_lines("handrail", stream))
+    if paired:
+        lines.extend(stream_lines("handrail (previous release)", stream_prev))
+    if paired:
+        lines.append("")
         lines.append(
-            f"handrail `rt.stream()`: total {stream['total_s']:.3f} s vs ideal "
-            f"{stream['ideal_s']:.3f} s (last submit + 50 ms): **{stream['overhead_pct']:+.2f}%** "
-            f"{'✓' if met else '✗'} (target within {TARGET_STREAM_PCT:.0f}%)"
+            "The previous release's batch and streaming run in its child process; its batch row "
+            "takes turns with handrail's, its streaming test runs after handrail's."
         )
-        lat = ", ".join(f"{c['latency_ms']:.1f}" for c in stream["calls"])
-        lines.append(f"per-call latency submit→result, ms: {lat}")
-        if stream.get("note"):
-            lines.append(f"FAIL: {stream['note']}")
-    else:
-        note = stream.get("note", "")
-        status = stream.get("status", "").upper()
-        shown = note if note.startswith(status) else f"{status}: {note}"
-        lines.append(f"handrail `rt.stream()`: {shown}")
 
     data = {
         "meta": meta,
@@ -1094,6 +1529,7 @@ def render(
         "ratios": ratios,
         "batch": {a: vars(b) for a, b in batches.items()},
         "stream": stream,
+        "stream_previous": stream_prev,
     }
     return "\n".join(lines) + "\n", data
 
@@ -1132,35 +1568,54 @@ VERSION_DISTS = (
 )
 
 
+async def setup_columns(columns: list[Adapter], stack: contextlib.AsyncExitStack, log: Log) -> None:
+    """Set up each column; one that cannot run is marked `unavailable`, the others still run."""
+    for a in columns:
+        if a.dist and a.dist != "handrail" and version_of(a.dist) == "not installed":
+            a.unavailable = "n/a (not installed)"
+            continue
+        try:
+            await a.setup(stack)
+        except Exception as e:
+            a.unavailable = "n/a (setup failed)" if a.is_peer else "SKIPPED (setup failed)"
+            a.why = f"{type(e).__name__}: {e}"
+            log(f"setup {a.name} failed:\n{traceback.format_exc()}")
+        if a.unavailable and a.why:
+            log(f"{a.name}: {a.unavailable}: {a.why}")
+
+
+def previous_meta(release: _previous.PreviousRelease, adapters: list[Adapter]) -> dict[str, Any]:
+    """What the report says about the previous release: which commit, or why it did not run."""
+    version = (release.info or {}).get("version")
+    why_not = [a.why for a in adapters if isinstance(a, PreviousAdapter) and a.unavailable]
+    return {
+        "rev": release.rev,
+        "commit": release.commit,
+        "version": version,
+        "reason": release.reason or (why_not[0] if why_not else ""),
+    }
+
+
 async def amain(args: argparse.Namespace, pinned: bool) -> tuple[str, dict[str, Any]]:
     """Set up every column, run all measurements, return (report, raw data)."""
-
-    def log(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
+    log = log_stderr
     block_s = 0.05 if args.quick else 0.25
-    adapters: list[Adapter] = []
+    release = _previous.PreviousRelease(args.base)
     async with contextlib.AsyncExitStack() as stack:
-        for cls in ADAPTERS:
-            a = cls()
-            if args.only and a.name not in args.only and not a.name.startswith("handrail"):
-                continue
-            if a.dist and a.dist != "handrail" and version_of(a.dist) == "not installed":
-                a.unavailable = "n/a (not installed)"
-            else:
-                try:
-                    await a.setup(stack)
-                except Exception as e:
-                    a.unavailable = "n/a (setup failed)" if a.is_peer else "SKIPPED (setup failed)"
-                    a.why = f"{type(e).__name__}: {e}"
-                    log(f"setup {a.name} failed:\n{traceback.format_exc()}")
-            adapters.append(a)
+        stack.callback(release.close)
+        adapters = build_columns(args.only, release)
+        await setup_columns(adapters, stack, log)
         quiet_loggers()  # after imports/setup: fastmcp installs its rich handlers on import
 
         versions = {d: version_of(d) for d in VERSION_DISTS}
+        prev = previous_meta(release, adapters)
+        versions["handrail (previous release)"] = (
+            f"{prev['commit']} ({prev['version']})" if not prev["reason"] else "n/a"
+        )
         meta = {
             "machine": machine_info(pinned),
             "versions": versions,
+            "previous": prev,
             "quick": args.quick,
             "block_s": block_s,
             "warmup": WARMUP,
@@ -1173,13 +1628,22 @@ async def amain(args: argparse.Namespace, pinned: bool) -> tuple[str, dict[str, 
         log("batches:")
         batches = await run_batches(adapters, log)
         log("streaming:")
-        h = next((a for a in adapters if a.name == "handrail"), None)
-        stream: dict[str, Any] = {"status": "skipped", "note": "not selected"}
-        if h is not None:
-            stream = await run_stream(h, log)
+        stream, stream_prev = await run_streams(adapters, log)
         meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
 
-    return render(meta, adapters, cells, batches, stream)
+    return render(meta, adapters, cells, batches, stream, stream_prev)
+
+
+async def run_streams(adapters: list[Adapter], log: Log) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The streaming test for handrail, then for its previous release (in the child)."""
+    stream: dict[str, Any] = {"status": "skipped", "note": "not selected"}
+    stream_prev = dict(stream)
+    for a in adapters:
+        if a.name == "handrail":
+            stream = await run_stream(a, log)
+        elif isinstance(a, PreviousAdapter) and a.pairs_with == "handrail":
+            stream_prev = a.stream()
+    return stream, stream_prev
 
 
 def main() -> int:
@@ -1192,11 +1656,23 @@ def main() -> int:
         "--only", nargs="*", metavar="COLUMN", help="limit columns (handrail always runs)"
     )
     parser.add_argument(
+        "--base",
+        default=_previous.BASE,
+        metavar="REV",
+        help=f"the previous release to compare with, a git rev (default {_previous.BASE}); "
+        f"`{_previous.WORKTREE}` runs a copy of this tree instead, to see the method's own noise",
+    )
+    parser.add_argument(
         "--out",
         default=str(Path(__file__).resolve().parent / "out" / "dispatch.json"),
         help="raw JSON results path (default: bench/out/dispatch.json)",
     )
+    # The child process of the previous-release columns (see PreviousAdapter); not for people.
+    parser.add_argument("--previous-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.previous_child:
+        asyncio.run(_previous.serve(PreviousServer().handlers()))
+        return 0
     pinned = maybe_pin(sys.argv[1:]) if args.pin else False
     text, data = asyncio.run(amain(args, pinned))
     print(text, flush=True)
