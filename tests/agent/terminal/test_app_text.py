@@ -114,3 +114,53 @@ async def test_a_model_servers_error_is_shown_without_obeying_its_escape_sequenc
     assert r"error_model: HTTP 400: bad\x1b]52;c;cm0gLXJmIH4=\x07 request\x9b2J" in shown
     await agent.aclose()
     await rt.aclose()
+
+
+async def test_each_question_shows_its_own_call_even_when_call_ids_collide(
+    tmp_path: Path,
+) -> None:
+    # Call ids are unique only within one agent's turn: parallel sub-agents' calls may share
+    # one. Three questions arrive (each announced by its event, as the agent does) while the
+    # first waits; each must show its own call, never one looked up by id.
+    import asyncio
+
+    from handrail import ApprovalRequest, ToolCall
+    from handrail.agent import ApprovalAsked
+    from handrail.display import CallStatus
+
+    rt = Runtime(Registry(coding_tools(project_dir=tmp_path)), root=tmp_path)
+    client = ModelClient("openai_chat", "m", base_url="http://127.0.0.1:9/v1", key_required=False)
+    agent = Agent(client, rt, save=False)
+    app = ChatApp(agent, Console(file=io.StringIO(), width=80, force_terminal=False))
+    app.view = app.new_view()
+    tasks = []
+    for i, host in enumerate(["one.example", "two.example", "three.example"]):
+        call = ToolCall(id="f1", name="web_fetch", arguments={"url": f"https://{host}/"})
+        question = ApprovalRequest(
+            reason=f"web_fetch would contact {host}",
+            call=call,
+            tool_name="web_fetch",
+            agent=f"explore#{i + 1}",
+        )
+        shown = rt.display(call, status=CallStatus.WAITING)
+        app._event(ApprovalAsked(request=question, agent=question.agent, display=shown))  # pyright: ignore[reportPrivateUsage]
+        tasks.append(asyncio.ensure_future(app.approve(question)))
+        await asyncio.sleep(0.01)
+    titles: list[str] = []
+    for task in tasks:
+        for _ in range(200):  # bounded: the next question is up within a few loop turns
+            asking = app._asking  # pyright: ignore[reportPrivateUsage]
+            if asking is not None and app._answer is not None and not app._answer.done():  # pyright: ignore[reportPrivateUsage]
+                break
+            await asyncio.sleep(0.01)
+        asking = app._asking  # pyright: ignore[reportPrivateUsage]
+        assert asking is not None and asking.display is not None
+        titles.append(f"{asking.question.reason} | {asking.display.title}")
+        app._escape()  # pyright: ignore[reportPrivateUsage]  # Esc: a plain no
+        assert (await asyncio.wait_for(task, 10)).kind == "deny"
+    for line in titles:
+        reason, title = line.split(" | ")
+        assert reason.rsplit(" ", 1)[-1] in title, line
+    assert len(titles) == 3
+    await agent.aclose()
+    await rt.aclose()

@@ -31,9 +31,9 @@ from rich.text import Text
 
 from ..._context import PermissionMode
 from ..._contract import Approval, ApprovalRequest, Question, ToolResult
-from ...display import CallStatus, Display
+from ...display import CallStatus
 from .._conversation import AssistantMessage
-from .._events import ApprovalAsked, Event, RunResult
+from .._events import Event, RunResult
 from .._loop import Agent, Model
 from .._sessions import SavedSession
 from ._commands import COMMANDS, Commands
@@ -95,7 +95,6 @@ class ChatApp:
         self._asking: Asking | None = None
         self._answer: asyncio.Future[Choice | str | None] | None = None
         self._one_question = asyncio.Lock()
-        self._displays: dict[str, Display | None] = {}
         """The call each waiting question is about, as the run showed it."""
         self._ctrl_c_at = 0.0
         self._ctrl_c_in_turn = False
@@ -255,8 +254,6 @@ class ChatApp:
         return True
 
     def _event(self, event: Event) -> None:
-        if isinstance(event, ApprovalAsked) and isinstance(event.request, ApprovalRequest):
-            self._displays[event.request.call.id] = event.display
         if self.view is not None:
             self.view.handle(event)
 
@@ -380,9 +377,9 @@ class ChatApp:
                 return Approval.deny("Nobody could be asked.", source="mode")
             display = None
             if isinstance(question, ApprovalRequest):
-                display = self._displays.pop(question.call.id, None) or self.runtime.display(
-                    question.call, status=CallStatus.WAITING
-                )
+                # From the question itself: call ids are unique only within one agent's turn,
+                # so a sub-agent's call may share its id with another waiting call.
+                display = self.runtime.display(question.call, status=CallStatus.WAITING)
             save = self.options.save_rule
             options = choices(question, rule_file=self.options.rule_file if save else None)
             asking = Asking(
