@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ._contract import Approval, Approver, Confirmation, ProgressEvent, Question
+from ._contract import Approval, ApprovalRequest, Approver, Confirmation, ProgressEvent, Question
 
 __all__ = [
     "FileRecord",
@@ -200,6 +200,11 @@ class Session:
             await asyncio.to_thread(remover)
 
 
+def _is_approval(answer: object) -> bool:
+    # Approvers are host code: one that returns something else must not crash the tool.
+    return isinstance(answer, Approval)
+
+
 def _remove_tree(path: Path) -> None:
     """Remove `path` and all it holds, never following a symlink inside it.
 
@@ -349,18 +354,32 @@ class ToolContext:
     async def ask(self, question: Question) -> Approval:
         """Ask the person behind this call something (a `Confirmation`), and wait for the answer.
 
-        With nobody to ask (no approver), or an approver that fails, the answer is a denial
-        whose reason says so: a tool treats it as "no".
+        The question names this call and tool; who asks (a sub-agent's label) is filled in on
+        the way. With nobody to ask (no approver), or an approver that fails or answers
+        something else than yes or no, the answer is a denial whose reason says so: a tool
+        treats it as "no". `allow_always` comes back only when the question offered it.
         """
+        if isinstance(question, ApprovalRequest):
+            # A call's approval is the runtime's to ask; a tool asking one could pass off
+            # another call as approved.
+            return Approval.deny("A tool cannot ask for a call's approval.", source="mode")
+        question = replace(question, agent="")
+        if isinstance(question, Confirmation):
+            question = replace(question, call_id=self.call_id, tool_name=self.tool_name)
         if self.approver is None:
             return Approval.deny("Nobody could be asked.", source="mode")
-        if isinstance(question, Confirmation) and not question.call_id:
-            question = replace(question, call_id=self.call_id, tool_name=self.tool_name)
         try:
-            return await self.approver(question)
+            answer = await self.approver(question)
         except Exception as exc:  # an approver's failure is a "no", never the tool's crash
             logging.getLogger("handrail").exception("approver raised")
             return Approval.deny(f"The question could not be asked ({type(exc).__name__}).")
+        if not _is_approval(answer) or answer.kind == "edit":
+            return Approval.deny("The answer to the question could not be read.")
+        if answer.kind == "allow_always" and not (
+            isinstance(question, Confirmation) and question.always
+        ):
+            return Approval.allow_once()
+        return answer
 
     def update_state(self, update: StateUpdate) -> None:
         """Queue a session change; the runtime applies it after the call, in request order."""

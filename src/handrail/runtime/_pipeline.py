@@ -103,8 +103,7 @@ class Pipeline(Runner):
         )
         self.registry = registry
         self.policy = policy
-        self.approver = approver
-        """Answers the asks of calls that bring no approver of their own (the `Runtime`'s)."""
+        self._approver = approver
         self.hidden_paths = hidden_paths
         """Secret locations every call is refused (checked before the policy, which cannot
         lift them) and every tool sees in its `ToolContext`."""
@@ -120,6 +119,11 @@ class Pipeline(Runner):
         self._session_rules: dict[str, _Rule] = {}
         self._default_perm_requests = Tool.permission_requests
         self._default_validate_input = Tool.validate_input
+
+    @property
+    def approver(self) -> Approver | None:
+        """Answers the asks of calls that bring no approver of their own (the `Runtime`'s)."""
+        return self._approver
 
     def forget(self) -> None:
         """Drop what was worked out from the settings (plans, name table, hook lists)."""
@@ -491,7 +495,7 @@ class Pipeline(Runner):
         )
         if approver is not None:
             try:
-                answer = await approver(request)
+                answer = _readable(await approver(request))
             except Exception as exc:
                 logger.exception("approver raised")
                 answer = Approval.deny(f"The approval could not be obtained ({exc_text(exc)}).")
@@ -621,6 +625,26 @@ class Pipeline(Runner):
         shown = _shown_name(call.name)
         content = say(loc, "no_tool", name=shown, hint=hint)
         return fail(call, shown, t0, ErrorCode.TOOL_NOT_FOUND, content)
+
+
+def _readable(answer: object) -> Approval:
+    """An approver's answer, or the denial it becomes when the runtime cannot act on it.
+
+    Checked before anything runs: an edit without arguments, or an "always" whose rule is
+    not a permission rule, is the host's bug, and the call must still get its one result.
+    """
+    if not isinstance(answer, Approval):
+        return Approval.deny(
+            f"The approval could not be obtained (the approver answered {type(answer).__name__})."
+        )
+    if answer.kind == "edit" and answer.arguments is None:
+        return Approval.deny("The approval could not be obtained (an edit without arguments).")
+    if answer.kind == "allow_always" and answer.rule:
+        try:
+            parse_rule(answer.rule)
+        except ConfigurationError as exc:
+            return Approval.deny(f"The approval could not be obtained ({exc}).")
+    return answer
 
 
 def _read_only(tool: Tool, args: Any) -> bool:
