@@ -227,3 +227,65 @@ async def test_allow_always_for_a_child_is_recorded_once_where_parent_and_child_
     ]
     assert rt.session.allow_rules == ["write_file"]
     assert all((workspace / n).read_text() == "x" for n in ("a.txt", "b.txt", "c.txt"))
+
+
+async def test_a_tools_question_is_not_replayed_as_its_calls_approval(
+    workspace: Path, server: ModelServer, client: Any
+) -> None:
+    from handrail.agent import load_session
+    from handrail.builtin import coding_tools
+
+    server.push(
+        Reply(tool_calls=[ToolUse("write_file", {"file_path": "a.txt", "content": "x"}, id="w1")]),
+        Reply(tool_calls=[ToolUse("replace_notes", {"text": "new\n"}, id="q1")]),
+        Reply(text="done"),
+    )
+
+    async def approve(question: Question) -> Approval:
+        # The calls are approved; the tool's own question is answered no.
+        if isinstance(question, ApprovalRequest):
+            return Approval.allow_once()
+        return Approval.deny("keep my edit")
+
+    rt = Runtime(
+        Registry([*coding_tools(project_dir=workspace), replace_notes]),
+        root=workspace,
+        mode="default",
+    )
+    agent = Agent(client(), rt, agents=False, approver=approve)
+    async with asyncio.timeout(30):
+        await agent.run("write, then overwrite the notes")
+    assert agent.transcript_path is not None
+    saved = load_session(agent.transcript_path)
+    # Only the call's approval counts for a replay; the tool's "no" is its own record.
+    assert {k: v["decision"] for k, v in saved.approvals.items()} == {"w1": "allow_once"}
+    records = [json.loads(line) for line in agent.transcript_path.read_text().splitlines()]
+    answered = [r["event"] for r in records if r["type"] == "event"]
+    answered = [e for e in answered if e["type"] == "approval_answered"]
+    assert [(e["call_id"], e.get("about", "call"), e["decision"]) for e in answered] == [
+        ("w1", "call", "allow_once"),
+        ("q1", "confirmation", "deny"),
+    ]
+
+
+async def test_an_approver_that_fails_is_recorded_as_the_no_it_becomes(
+    workspace: Path, server: ModelServer, client: Any
+) -> None:
+    server.push(
+        Reply(tool_calls=[ToolUse("replace_notes", {"text": "new\n"})]),
+        Reply(text="could not"),
+    )
+
+    async def broken(question: Question) -> Approval:
+        raise RuntimeError("the UI went away")
+
+    events: list[Event] = []
+    agent = Agent(
+        client(), Runtime(Registry([replace_notes]), root=workspace), save=False, approver=broken
+    )
+    async with asyncio.timeout(30):
+        await agent.run("overwrite the notes", on_event=events.append)
+    (answered,) = events_of(events, "approval_answered")
+    assert (answered["decision"], answered["by"]) == ("deny", "user")
+    assert "the UI went away" in answered["reason"]
+    assert (workspace / "notes.txt").read_text() == "edited by hand\n"

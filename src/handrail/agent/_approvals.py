@@ -10,9 +10,10 @@ the call. A sub-agent only labels its questions: its runtime's approver is the p
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from .._contract import Approval, ApprovalRequest, Approver, Confirmation, Question
 from ..display import CallStatus
@@ -22,6 +23,8 @@ from ._events import ApprovalAnswered, ApprovalAsked, Event
 from ._text import say
 
 __all__ = ["labelled", "observed"]
+
+logger = logging.getLogger("handrail")
 
 
 def observed(
@@ -49,13 +52,19 @@ def observed(
         )
         emit(asked)
         record({"type": "event", "event": asked.to_json()})
-        if answerer is not None:
-            answer = await answerer(replace(question, agent=agent))
-            by = "user"
+        by: Literal["user", "policy"] = "user"
+        if answerer is None:
+            answer, by = _nobody(runtime.locale, question), "policy"
         else:
-            answer = _nobody(runtime.locale, question)
-            by = "policy"
-        answered = ApprovalAnswered(call_id=_call_id(question), approval=answer, by=by, agent=agent)
+            try:
+                answer = await answerer(replace(question, agent=agent))
+            except Exception as exc:  # recorded as the "no" the runtime would make of it
+                logger.exception("approver raised")
+                detail = str(exc) or type(exc).__name__
+                answer = Approval.deny(f"The approval could not be obtained ({detail}).")
+        answered = ApprovalAnswered(
+            call_id=_call_id(question), approval=answer, by=by, agent=agent, about=_about(question)
+        )
         record({"type": "event", "event": answered.to_json()})
         emit(answered)
         return answer
@@ -78,6 +87,12 @@ def _nobody(locale: str, question: Question) -> Approval:
         text = say(locale, "headless_denied", reason=question.reason, rule=rules)
         return Approval.deny(text, source=question.source)
     return Approval.deny(say(locale, "headless_question", reason=question.reason), source="mode")
+
+
+def _about(question: Question) -> Literal["call", "confirmation", "question"]:
+    if isinstance(question, ApprovalRequest):
+        return "call"
+    return "confirmation" if isinstance(question, Confirmation) else "question"
 
 
 def _call_id(question: Question) -> str:

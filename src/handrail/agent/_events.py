@@ -221,10 +221,13 @@ class ApprovalAnswered(Event):
     approval: Approval
     by: Literal["user", "policy"] = "user"
     agent: str = "main"
+    about: Literal["call", "confirmation", "question"] = "call"
+    """What was answered: the call's approval, or a question its tool asked (`call_id` is then
+    the call whose tool asked; the answer says nothing about whether the call may run)."""
 
     def _fields(self) -> dict[str, Any]:
         a = self.approval
-        return {
+        out: dict[str, Any] = {
             "agent": self.agent,
             "call_id": self.call_id,
             "decision": a.kind,
@@ -232,6 +235,9 @@ class ApprovalAnswered(Event):
             "rule": a.rule,
             "by": self.by,
         }
+        if self.about != "call":
+            out["about"] = self.about
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

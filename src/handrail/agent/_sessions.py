@@ -202,7 +202,8 @@ def load_session(path: Path) -> SavedSession:
                 saved.turns += 1
                 saved.usage = saved.usage + Usage.from_json(record["event"].get("usage", {}))
             elif kind == "event" and record["event"].get("type") == "approval_answered":
-                saved.approvals[str(record["event"]["call_id"])] = dict(record["event"])
+                if record["event"].get("about", "call") == "call":  # not a tool's own question
+                    saved.approvals[str(record["event"]["call_id"])] = dict(record["event"])
         except (KeyError, TypeError, ValueError):
             continue
     if saved is None:
