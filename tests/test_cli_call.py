@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pty
@@ -627,3 +628,19 @@ def test_an_approval_shows_a_path_on_one_line(workspace: Path) -> None:
     flat = " ".join(shown.split())
     assert "don't ask again for write_file(new.txt\\n write /etc/motd) in this session" in flat
     assert not any(line.startswith("  write /etc/motd") for line in shown.splitlines()), shown
+
+
+async def test_yes_approves_the_call_but_not_what_its_tool_asks(tmp_path: Path) -> None:
+    # --yes answers the call's approval; a tool's own question ("overwrite a file changed by
+    # hand?") with nobody at a terminal is a no, not a yes nobody gave.
+    from rich.console import Console
+
+    from handrail import Approval, ApprovalRequest, Confirmation, ToolCall
+    from handrail._cli._call import choose_approver
+
+    approve = choose_approver(True, False, tmp_path, Console(file=io.StringIO()))
+    call = ApprovalRequest(reason="edits", call=ToolCall(id="c", name="w"), tool_name="w")
+    assert await approve(call) == Approval.allow_once()
+    answer = await approve(Confirmation(reason="overwrite notes.txt?", topic="overwrite"))
+    assert answer.kind == "deny"
+    assert "overwrite notes.txt?" in (answer.reason or "")

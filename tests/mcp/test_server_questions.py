@@ -76,6 +76,7 @@ async def test_the_clients_user_answers_yes(workspace: Path) -> None:
     assert asked == snapshot(
         [
             """\
+The tool `replace_notes` asks, while it runs (this is not a call's approval).
 handrail: notes.txt was changed by hand; overwrite it?
 Accept answers yes; decline answers no.\
 """
@@ -99,4 +100,13 @@ async def test_a_client_that_cannot_ask_gets_the_fallback(workspace: Path) -> No
     assert text(r) == snapshot(
         "kept: nobody could be asked (notes.txt was changed by hand; overwrite it?): this MCP client cannot ask its user (it does not support elicitation)"
     )
+    assert (workspace / "notes.txt").read_text() == "by hand\n"
+
+
+async def test_the_operators_blanket_allow_is_for_calls_not_for_a_tools_question(
+    workspace: Path,
+) -> None:
+    async with client(workspace, extra=", ask_fallback='allow'") as c:
+        r = await c.call_tool("replace_notes", {"text": "new\n"})
+    assert text(r).startswith("kept: nobody could be asked")
     assert (workspace / "notes.txt").read_text() == "by hand\n"

@@ -305,11 +305,24 @@ def choose_approver(
     err: Console,
     display: Callable[[ToolCall], Display] | None = None,
 ) -> Approver:
-    """--yes approves, a terminal asks, anything else denies with a hint."""
+    """--yes approves the call, a terminal asks, anything else denies with a hint.
+
+    --yes answers the call's approval only: a question the tool asks while it runs ("overwrite
+    a file changed by hand?") is put on the terminal when there is one, else answered no.
+    """
     if yes:
+        asker = terminal_approver(root, err, sys.stdin, display) if interactive else None
 
         async def approve_all(question: Question) -> Approval:
-            return Approval.allow_once()
+            if isinstance(question, ApprovalRequest):
+                return Approval.allow_once()
+            if asker is not None:
+                return await asker(question)
+            return Approval.deny(
+                f"--yes approves calls, not what a tool asks, and nobody else could answer: "
+                f"{question.reason}",
+                source="mode",
+            )
 
         return approve_all
     if interactive:

@@ -85,7 +85,8 @@ async def serve(
             files `load_settings` reads: hooks, per-tool settings, locale and rules included.
         ready: Called once, with the URL (or `"stdio"`), when the server is listening.
         ask_fallback: When a call asks and the client cannot answer an elicitation: `deny`
-            (the model is told which allow rule would let it run) or `allow`.
+            (the model is told which allow rule would let it run) or `allow`. A question a
+            tool asks while it runs is answered no either way.
         setup: Called with the runtime before serving starts (e.g. to add tools bound to it,
             such as the `agent` tool).
         auth: HTTP: require the bearer token. False (no token) is allowed on a loopback

@@ -322,7 +322,9 @@ class McpApp:
         loc = self.rt.locale
         name = request.tool_name if isinstance(request, ApprovalRequest | Confirmation) else ""
         if not self._can_elicit(ctx):
-            if self.ask_fallback == "allow":
+            # The operator's blanket "allow" is for calls; a tool's own question ("overwrite
+            # a file changed by hand?") is not a call, and with nobody to ask it is a no.
+            if self.ask_fallback == "allow" and isinstance(request, ApprovalRequest):
                 return Approval.allow_once()
             source = request.source if isinstance(request, ApprovalRequest) else "mode"
             return Approval.deny(fallback_reason(request, loc), source=source)

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import (
     ApprovalRequest,
+    Confirmation,
     ContentPart,
     FetchUrl,
     PermissionRequest,
@@ -64,6 +65,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "dismissed": "the user dismissed the approval request for `{name}` without allowing it",
         "ask_failed": "the approval request for `{name}` could not reach the user ({detail})",
         "question": "handrail: {reason}\nAccept answers yes; decline answers no.",
+        "tool_asks": "The tool `{name}` asks, while it runs (this is not a call's approval).",
         "question_fallback": (
             "nobody could be asked ({reason}): this MCP client cannot ask its user (it does "
             "not support elicitation)"
@@ -98,6 +100,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "dismissed": "用户关闭了 `{name}` 的批准请求,没有允许它",
         "ask_failed": "`{name}` 的批准请求未能送达用户({detail})",
         "question": "handrail:{reason}\n接受即回答“是”;拒绝即回答“否”。",
+        "tool_asks": "工具 `{name}` 在运行中提问(这不是对调用的批准)。",
         "question_fallback": (
             "无法询问任何人({reason}):这个 MCP 客户端无法询问用户(它不支持 elicitation)"
         ),
@@ -255,7 +258,10 @@ def _arguments(arguments: str | Mapping[str, Any]) -> str:
 def approval_message(request: Question, locale: str) -> str:
     """The question shown to the client's user (elicitation): a call's approval, or another."""
     if not isinstance(request, ApprovalRequest):
+        name = request.tool_name if isinstance(request, Confirmation) else ""
         text = say(locale, "question", reason=request.reason.rstrip())
+        if name:
+            text = say(locale, "tool_asks", name=name) + "\n" + text
         if request.agent:
             text = say(locale, "by_agent", agent=request.agent) + "\n" + text
         return text

@@ -347,7 +347,8 @@ class QuestionBlock:
             tool = q.tool_name if isinstance(q, Confirmation) else ""
             if tool:
                 said.append(f"{clean(tool, ascii=g.ascii)} asks: ", "bold")
-            said.append(clean(q.reason, ascii=g.ascii), "bold")
+            # One line, newlines spelled out: a tool's text must not draw choices of its own.
+            said.append(clean(terminal_text(q.reason, multiline=False), ascii=g.ascii), "bold")
             return [Hang(mark, said)], [], [], []
         d = self.display or waiting_display(q)
         assert d is not None
