@@ -214,3 +214,25 @@ def test_the_narrowed_runtime_keeps_roots_and_drops_mode_switches(
     assert child.read_roots == parent.read_roots
     assert isinstance(child.policy, NarrowedPolicy)
     assert "web_fetch" in {r.tool for r in child.policy.deny}
+
+
+async def test_a_session_allow_always_holds_for_the_child_within_its_mode(tmp_path: Path) -> None:
+    # "Don't ask again in this session" is recorded once, in the list parent and child share:
+    # it holds for the child too, but never past the child's own (narrower) mode.
+    parent = Runtime(Registry(coding_tools(project_dir=tmp_path)), root=tmp_path, mode="default")
+    parent.session.allow_rules.append("write_file")
+
+    def child_in(mode: PermissionMode | None) -> Runtime:
+        return narrowed_runtime(
+            parent, allow=None, deny=(), mode=mode, read_only=False, approver=None
+        )
+
+    write = {"file_path": "a.txt", "content": "x"}
+    assert (await child_in(None).check("write_file", write)).verdict == "run"
+    assert (await child_in(PermissionMode.PLAN).check("write_file", write)).verdict == "refuse"
+    child = child_in(None)
+    child.session.allow_rules.append("run_shell(touch:*)")  # as the pipeline records it
+    assert "run_shell(touch:*)" in parent.session.allow_rules
+    # Without the rule, the child asks as before.
+    parent.session.allow_rules.clear()
+    assert (await child_in(None).check("write_file", write)).verdict == "ask"

@@ -8,6 +8,10 @@ by the parent's live policy (its rules, mode and "allow always" rules of the mom
 stricter answer wins. So whatever the definition says, a child can never do what its parent
 could not, and it cannot change its own mode. The model never chooses any of this: the `agent`
 tool's arguments carry no permission field.
+
+The child's session shares the parent's list of "allow always" rules: a person's "don't ask
+again in this session" holds for the session's sub-agents too (recorded once, wherever it was
+answered), within the child's own mode and the parent's live decision, which still bound it.
 """
 
 from __future__ import annotations
