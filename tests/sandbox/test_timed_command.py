@@ -181,8 +181,12 @@ async def test_cancelling_the_caller_kills_the_tree(tmp_path: Path) -> None:
         pids = _read_pids(child, escaped)
         assert len(pids) == 2
         task.cancel()
+        # Bounded: a cancel that left part of the tree holding the pipes once hung a whole
+        # CI run here; it must fail this test instead, naming what is still alive.
+        done, _ = await asyncio.wait({task}, timeout=30)
+        assert done, f"run_command still running 30 s after its cancel; alive: {_wait_gone(pids)}"
         with pytest.raises(asyncio.CancelledError):
-            await task
+            task.result()
         assert _wait_gone(pids) == []
 
 
