@@ -220,3 +220,37 @@ async def test_an_approver_answer_the_runtime_cannot_act_on_denies_the_call(
         assert r.error is ErrorCode.PERMISSION_DENIED, (bad, r.content)
         assert why in r.content
     assert ran == []
+
+
+async def test_a_call_waiting_for_its_approver_is_cancelled_like_a_running_one(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    ran: list[str] = []
+    asked = asyncio.Event()
+    dropped: list[bool] = []
+
+    @tool(kind=ToolKind.EDIT)
+    def save(text: str) -> str:
+        """Save (an edit: it asks)."""
+        ran.append(text)
+        return "saved"
+
+    async def slow(question: Question) -> Approval:
+        asked.set()
+        try:
+            await asyncio.sleep(60)  # the person never answers
+        except asyncio.CancelledError:
+            dropped.append(True)
+            raise
+        return Approval.allow_once()
+
+    rt = Runtime([save], root=tmp_path, approver=slow)
+    call = asyncio.ensure_future(rt.call("save", {"text": "x"}, call_id="w1"))
+    await asyncio.wait_for(asked.wait(), 10)
+    assert rt.cancel("w1", "The user left.")
+    r = await asyncio.wait_for(call, 10)
+    assert (r.error, r.content) == (ErrorCode.CANCELLED, "The user left.")
+    assert (ran, dropped) == ([], [True])
+    assert not rt.cancel("w1")  # nothing left waiting

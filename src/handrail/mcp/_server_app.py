@@ -171,8 +171,6 @@ class McpApp:
             str, tuple[asyncio.AbstractEventLoop, MemoryObjectSendStream[ProgressEvent]]
         ] = {}
         self._ids = itertools.count(1)
-        self._asking: set[str] = set()
-        """Calls whose client is being asked something now (a cancel drops the question)."""
         notes = runtime.usage_notes(provider="mcp")
         registry = runtime.registry
         deferred = [t.name for t in registry.deferred_tools() if registry.available(t, "mcp")]
@@ -275,11 +273,7 @@ class McpApp:
         rt = self.rt
 
         async def ask(question: Question) -> Approval:
-            self._asking.add(call_id)
-            try:
-                return await self._ask(ctx, question)
-            finally:
-                self._asking.discard(call_id)
+            return await self._ask(ctx, question)
 
         # The call's own approver: its approval, and whatever its tool asks while it runs (a
         # sub-agent's calls, a tool's confirmation), are put to this call's client.
@@ -304,14 +298,10 @@ class McpApp:
         except BaseException:
             with anyio.CancelScope(shield=True):
                 reason = say(self.rt.locale, "cancelled")
-                # Before its run stage a call cannot be cancelled yet: try until it reaches it
-                # or ends (a refusal, a validation error). No event marks that moment, hence
-                # the poll.
-                while not task.done() and not self.rt.cancel(call_id, reason):
-                    if call_id in self._asking:
-                        # Waiting for its approval: nothing has run, the question is dropped.
-                        task.cancel()
-                        break
+                # Before its run stage (or its approver's question) a call cannot be cancelled
+                # yet: try until it reaches one or ends (a refusal, a validation error). No
+                # event marks that moment, hence the poll.
+                while not task.done() and not self.rt.cancel(call_id, reason):  # noqa: ASYNC110
                     await anyio.sleep(_CANCEL_POLL)
                 with contextlib.suppress(BaseException):
                     await task

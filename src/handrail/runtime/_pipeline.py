@@ -12,6 +12,7 @@ registry changes. `Runtime` owns one pipeline; the executors drive it.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
@@ -315,7 +316,7 @@ class Pipeline(Runner):
             grant = verdict.grant
         elif not approved:
             if answer is None:
-                return self._ask(p, session, verdict, updates, notes, approver)
+                return self._ask(p, session, verdict, updates, notes, approver, state)
             if answer.kind == "allow_always":
                 self._allow_always(session, answer, self._request(p, verdict))
         if ctx is not None:
@@ -488,20 +489,42 @@ class Pipeline(Runner):
         updates: list[StateUpdate],
         notes: list[str],
         approver: Approver | None,
+        state: RunState | None,
     ) -> ToolResult:
         request = self._request(p, ask)
         pending = Pending(
             prepared=p, session=session, request=request, context_notes=notes, approver=approver
         )
-        if approver is not None:
-            try:
-                answer = _readable(await approver(request))
-            except Exception as exc:
-                logger.exception("approver raised")
-                answer = Approval.deny(f"The approval could not be obtained ({exc_text(exc)}).")
-            return await self._answer(pending, answer, updates, None)
-        self.pending[p.call.id] = pending
-        return waiting(self.locale, p, request)
+        if approver is None:
+            self.pending[p.call.id] = pending
+            return waiting(self.locale, p, request)
+        # While the person is asked, `cancel(call_id)` stops the call as it stops a running
+        # one: nothing has run, and the question is dropped with it.
+        asking = state if state is not None else RunState()
+        task = asyncio.current_task()
+        asking.task, asking.ctx = task, None
+        self._running[p.call.id] = asking
+        try:
+            answer = _readable(await approver(request))
+        except asyncio.CancelledError:
+            if state is not None or asking.reason is None or task is None or task.uncancel():
+                raise  # cancelled from outside (or the executor's own stop, which it reports)
+            return fail(
+                p.call,
+                p.tool.name,
+                p.t0,
+                ErrorCode.CANCELLED,
+                asking.message or say(self.locale, "cancelled"),
+            )
+        except Exception as exc:
+            logger.exception("approver raised")
+            answer = Approval.deny(f"The approval could not be obtained ({exc_text(exc)}).")
+        finally:
+            if self._running.get(p.call.id) is asking:
+                del self._running[p.call.id]
+        if state is not None:
+            state.task = None  # the run registers it again when it starts
+        return await self._answer(pending, answer, updates, state)
 
     async def resume_call(
         self,
