@@ -254,3 +254,25 @@ def test_the_shell_dies_with_the_process_that_runs_it(tmp_path: Path) -> None:
             host.kill()
             host.wait(10)
         assert _wait_gone(pids, limit=1.0) == []
+
+
+@pytest.mark.parametrize("turns", [1, 2, 3, 4, 5])
+async def test_a_cancel_while_the_command_is_being_spawned_stops_its_tree(
+    tmp_path: Path, turns: int
+) -> None:
+    # A cancel that lands while asyncio still connects the pipes (a few loop turns after the
+    # fork) used to make it wait for the pipes to close, that is for the command's own
+    # `sleep 30 &`, and leave that child running: a whole CI run hung on it.
+    child = tmp_path / "child"
+    with reaper(child):
+        task = asyncio.ensure_future(
+            run_command(f"sleep 30 & echo $! > {q(child)}\nwait\n", timeout=120)
+        )
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=20)
+        assert done, f"run_command still running 20 s after its cancel (after {turns} turns)"
+        with pytest.raises(asyncio.CancelledError):
+            task.result()
+        assert _wait_gone(_read_pids(child)) == []

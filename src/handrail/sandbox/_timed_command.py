@@ -165,17 +165,31 @@ async def run_command(
     max_output: int = 1 << 20,
 ) -> CommandResult:
     """Run `command` through the shell, feed it `stdin`, and stop its whole tree at `timeout`."""
-    proc = await asyncio.create_subprocess_exec(
-        *shell_argv(command),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=str(cwd) if cwd is not None else None,
-        env=dict(env) if env is not None else None,
-        start_new_session=True,
-        # Forked on the event loop's thread (asyncio runs Popen there), which outlives the hook.
-        preexec_fn=die_with_parent(),
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            *shell_argv(command),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=str(cwd) if cwd is not None else None,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+            # Forked on the event loop's thread (asyncio runs Popen there), which outlives
+            # the hook.
+            preexec_fn=die_with_parent(),
+        )
     )
+    try:
+        proc = await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        # Cancelled while asyncio was still connecting the pipes: the command already runs.
+        # Cancelling the spawn itself would make asyncio wait for the pipes to close, that
+        # is for whatever the command started (a `sleep 300 &`), and leave it running; the
+        # spawn is finished instead and the whole tree stopped, then the cancel goes on.
+        with contextlib.suppress(Exception):
+            started = await spawn
+            await kill_tree(started, pipes=_pipe_inodes(started))
+        raise
 
     async def feed() -> None:
         assert proc.stdin is not None
