@@ -119,6 +119,9 @@ class Session:
     A host adds them to the conversation before the next model turn (`take_notices`)."""
     on_notice: Callable[[str], None] | None = None
     """Called with each notice as it arrives (e.g. to wake an idle agent loop)."""
+    turn: int | None = None
+    """The host's turn counter (the agent's user turns): checkpoints taken during a turn carry
+    it, so a host can put the files back to where a turn began."""
     _closers: list[Callable[[], Awaitable[None]]] = field(
         default_factory=list[Callable[[], Awaitable[None]]], repr=False
     )
@@ -134,6 +137,9 @@ class Session:
     # The reader/writer gate that keeps this session's unsafe calls from overlapping (made by
     # the runtime on first use: `handrail.runtime._gate`).
     _gate: Any = field(default=None, init=False, repr=False, compare=False)
+    # The session's checkpoints (`handrail.sandbox.Checkpoints`), made by a runtime that keeps
+    # them, on the first call that can change files.
+    _checkpoints: Any = field(default=None, init=False, repr=False, compare=False)
 
     def results_path(self) -> Path:
         """The directory for full copies of truncated results, created on first use."""

@@ -21,6 +21,7 @@ ORDER = [
     "_results",
     "_result_content",
     "_hooks",
+    "_checkpointing",
     "_runner",
     "_pipeline",
     "_executor",

@@ -27,8 +27,11 @@ EXPECTED = [
     "AddressBlock",
     "AllowEntry",
     "AllowList",
+    "BlobStore",
     "BlockedAddress",
     "CheckedUrl",
+    "Checkpoint",
+    "Checkpoints",
     "CommandResult",
     "ConfinedShell",
     "FileData",
@@ -37,6 +40,8 @@ EXPECTED = [
     "OutputCapture",
     "ParsedUrl",
     "ResolveFunc",
+    "RestorePlan",
+    "Restored",
     "RipgrepGlob",
     "RipgrepRun",
     "SandboxSetupError",
@@ -72,9 +77,11 @@ EXPECTED = [
     "search_root",
     "sniff_binary",
     "split_lines",
+    "state_dir",
     "stat_file",
     "system_which",
     "unified_diff",
+    "workspace_key",
 ]
 
 NOT_IN_BUILTIN = {
@@ -88,6 +95,13 @@ NOT_IN_BUILTIN = {
     "run_command": "the runtime runs hooks with it",
     "sandbox_support": "what the machine offers, for a shell tool to say or check",
     "system_which": "ray's git helper finds git with it",
+    "BlobStore": "the runtime keeps checkpoint contents in it",
+    "Checkpoint": "what `Checkpoints.list` (and `Runtime.checkpoints`) returns",
+    "Checkpoints": "the runtime records each session's changes with it",
+    "RestorePlan": "what `Checkpoints.plan` returns",
+    "Restored": "what `Checkpoints.restore` returns",
+    "state_dir": "the runtime and the agent keep their state under it",
+    "workspace_key": "names a workspace's folder in the state folder",
 }
 
 

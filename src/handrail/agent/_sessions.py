@@ -16,7 +16,6 @@ a compaction replaces them, the last state wins.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -29,6 +28,7 @@ from typing import Any, cast
 from .._context import FileRecord, PermissionMode, Session
 from .._contract import ErrorCode, ToolCall, ToolResult
 from ..errors import ConfigurationError
+from ..sandbox import state_dir, workspace_key
 from ._conversation import (
     AssistantMessage,
     Message,
@@ -52,21 +52,9 @@ __all__ = [
 ]
 
 
-def state_dir() -> Path:
-    """The user's handrail state folder (see the module docstring)."""
-    explicit = os.environ.get("HANDRAIL_STATE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "handrail"
-
-
 def project_dir(root: Path, base: Path | None = None) -> Path:
     """The folder holding the sessions of the workspace at `root`."""
-    resolved = str(root.resolve())
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name or "root").strip("-")[:40]
-    digest = hashlib.sha256(resolved.encode()).hexdigest()[:10]
-    return (base or state_dir()) / "sessions" / f"{slug or 'root'}-{digest}"
+    return (base or state_dir()) / "sessions" / workspace_key(root)
 
 
 def session_state(session: Session) -> dict[str, Any]:

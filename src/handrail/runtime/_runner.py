@@ -35,7 +35,9 @@ from .._contract import (
 from .._tool import Tool
 from ..errors import ToolFailure
 from ..permissions import Hook, Settings
+from ..sandbox import Checkpoints
 from ._calls import Plan, Prepared, ProgressFunc, RunState
+from ._checkpointing import Checkpointing
 from ._gate import HELD, Hold, gate_of, inner_gate
 from ._hooks import hook_event, run_post_hooks
 from ._messages import say
@@ -81,6 +83,8 @@ class Runner:
         ] = {}
         self._stops: dict[str, RunState] = {}
         self._queued: set[str] = set()  # calls waiting for the session gate or a command slot
+        self.checkpointing: Checkpointing | None = None
+        """Takes a checkpoint around each call that can change files (None: no checkpoints)."""
         self.command_slots: asyncio.Semaphore | None = None
         """Slots shared by runtimes (a host's many sessions): a call of an execute tool that is
         not read-only for its input holds one while it runs, so a few heavy commands cannot
@@ -151,6 +155,8 @@ class Runner:
         entered = False
         slot: asyncio.Semaphore | None = None
         held: Token[tuple[Hold, ...]] | None = None
+        keeper = self.checkpointing
+        tracker: Checkpoints | None = None
         try:
             inside = HELD.get()
             if inside:  # a call made from inside a running call: its holder's child gate
@@ -175,6 +181,9 @@ class Runner:
                 slot = slots
                 if ctx is not None and timeout is not None:
                     ctx.deadline = time.monotonic() + timeout
+            if keeper is not None and keeper.tracks(tool, p.args, ctx):
+                # Inside the gate: no other change overlaps this call's record.
+                tracker = await keeper.begin(session, tool, p.args, ctx, call.id)
             if tool.is_async or plan.thread:  # an inline sync tool cannot make calls of its own
                 held = HELD.set((*inside, Hold(gate)))
             if timeout is not None and task is not None:
@@ -206,6 +215,9 @@ class Runner:
         finally:
             if timer is not None:
                 timer.cancel()
+            if tracker is not None:
+                assert keeper is not None
+                keeper.end(session, tracker, call.id)
             if running.get(call.id) is mine:
                 del running[call.id]
             if slot is not None:

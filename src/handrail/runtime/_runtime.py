@@ -19,6 +19,7 @@ from .._context import PermissionMode, Session, StateUpdate
 from .._contract import (
     Approval,
     Approver,
+    Confirmation,
     Denial,
     ErrorCode,
     Interrupted,
@@ -44,9 +45,11 @@ from ..permissions import Hook, Policy, Settings, is_within
 from ..permissions import load_settings as _load_settings
 from ..permissions._hidden import hidden_paths as _hidden_paths
 from ..permissions._hooks import hook_files
-from ..sandbox import resolve_path
+from ..sandbox import Checkpoint, Checkpoints, Restored, RestorePlan, resolve_path
 from ._calls import ProgressFunc
+from ._checkpointing import Checkpointing
 from ._executor import Batch, StreamingExecutor
+from ._gate import gate_of
 from ._pipeline import EDIT_NOTE, Pipeline
 from ._results import denied
 
@@ -104,6 +107,11 @@ class Runtime:
             process): a call of an execute tool that is not read-only for its input (a
             command that may be heavy) holds a slot while it runs; its time limit starts
             once it has one. Size it to the cores the process may use. Default: no cap.
+        checkpoints: Take a checkpoint of the write roots before every call that can change
+            files (shell commands included), so `restore` can put them back. Kept in
+            handrail's private state folder (`checkpoints/<workspace>/`), one log per session,
+            contents shared by the workspace's sessions. Default: off (the `Agent` and the
+            CLI turn it on).
 
     The settings above (`registry`, `policy`, `hooks`, `locale`, `cwd`, ...) are attributes
     too, and a host may set them later (an `on_progress`): they live on the runtime's
@@ -136,6 +144,7 @@ class Runtime:
         on_progress: ProgressFunc | None = None,
         hidden_paths: Iterable[str | Path] = (),
         command_slots: asyncio.Semaphore | None = None,
+        checkpoints: bool = False,
     ) -> None:
         self.root = (
             Path(resolve_path(str(root), Path.cwd())) if root is not None else Path.cwd().resolve()
@@ -203,6 +212,10 @@ class Runtime:
         )
         # The pipeline's own methods, bound once: `call` reaches them with no extra hop.
         pipeline.command_slots = command_slots
+        if checkpoints:
+            pipeline.checkpointing = Checkpointing(
+                root=self.root, write_roots=writable, skip=pipeline.hidden_paths
+            )
         self.prepare = pipeline.prepare
         """Stages 1-3 of one call (`Pipeline.prepare`): the prepared call, or its result."""
         self.proceed = pipeline.proceed
@@ -325,6 +338,98 @@ class Runtime:
     @write_roots.setter
     def write_roots(self, value: tuple[Path, ...]) -> None:
         self._pipeline.write_roots = value
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    @property
+    def keeps_checkpoints(self) -> bool:
+        """Does this runtime take checkpoints (`Runtime(checkpoints=True)`)?"""
+        return self._pipeline.checkpointing is not None
+
+    def _tracker(self, session: Session | None) -> Checkpoints:
+        keeper = self._pipeline.checkpointing
+        if keeper is None:
+            raise ConfigurationError("this runtime keeps no checkpoints: Runtime(checkpoints=True)")
+        return keeper.of(session or self.session)
+
+    def checkpoints(self, session: Session | None = None) -> list[Checkpoint]:
+        """The session's checkpoints, oldest first (default: the runtime's own session).
+
+        Each says what came next (`label`, the call and tool), the agent turn it opened and the
+        paths changed after it, with those changed outside the session apart.
+        """
+        return self._tracker(session).list()
+
+    async def restore_plan(
+        self,
+        checkpoint: int,
+        paths: Iterable[str] | None = None,
+        *,
+        session: Session | None = None,
+    ) -> RestorePlan:
+        """What `restore` would change, without changing anything.
+
+        `RestorePlan.outside` names the files changed outside the session since the checkpoint.
+        """
+        tracker = self._tracker(session)
+        return await asyncio.to_thread(tracker.plan, checkpoint, paths)
+
+    async def restore(
+        self,
+        checkpoint: int,
+        paths: Iterable[str] | None = None,
+        *,
+        session: Session | None = None,
+        approver: Approver | None = None,
+        overwrite_outside: bool = False,
+    ) -> Restored:
+        """Put the write roots back as they were at `checkpoint` (only under `paths`, if given).
+
+        Files, folders, modes and symlinks are made exactly as they were: files changed since
+        are put back, deleted ones made again, new ones removed. If some of those files were
+        changed outside the session since (by hand, by a background job), the approver is asked
+        first (a `Confirmation` with topic `restore`); with nobody to ask, or a no, nothing is
+        changed and `Restored.refused` names them, unless `overwrite_outside` is true. The
+        restore waits for the session's running changes to end, and is itself recorded:
+        `restore(result.undo)` takes it back.
+
+        Raises `KeyError` for an unknown checkpoint and `ConfigurationError` when the runtime
+        keeps no checkpoints.
+        """
+        tracker = self._tracker(session)
+        chosen = list(paths) if paths is not None else None
+        gate = gate_of(session or self.session)
+        await gate.enter(False)  # alone: no call of the session changes files meanwhile
+        try:
+            if not overwrite_outside:
+                plan = await asyncio.to_thread(tracker.plan, checkpoint, chosen)
+                if plan.outside:
+                    overwrite_outside = await self._confirm_overwrite(plan, approver)
+            return await asyncio.to_thread(
+                tracker.restore, checkpoint, chosen, overwrite_outside=overwrite_outside
+            )
+        finally:
+            gate.leave(False)
+
+    async def _confirm_overwrite(self, plan: RestorePlan, approver: Approver | None) -> bool:
+        asker = approver or self.approver
+        if asker is None:
+            return False
+        names = ", ".join(plan.outside[:10])
+        more = f" and {len(plan.outside) - 10} more" if len(plan.outside) > 10 else ""
+        question = Confirmation(
+            reason=(
+                f"Restoring checkpoint {plan.checkpoint} would overwrite changes made outside "
+                f"this session: {names}{more}. Overwrite them?"
+            ),
+            topic="restore",
+            subject=", ".join(plan.outside),
+        )
+        try:
+            answer = await asker(question)
+        except Exception:  # an approver's bug is a no
+            return False
+        return getattr(answer, "kind", None) in ("allow_once", "allow_always")
 
     # -- public API --------------------------------------------------------------------------
 

@@ -23,12 +23,20 @@ built-in tools use nothing else of this package, so a third-party tool can do wh
   `SandboxUnavailable`) and returns a `ConfinedShell`, which starts it as a `ShellProcess`
   (`SandboxSetupError` when the sandbox cannot be applied) streaming into an `OutputCapture`;
   `read_log` reads a background job's log; `sandbox_support()`/`SandboxSupport` say what the
-  machine offers.
+  machine offers;
+* checkpoints (used by the runtime around every call that can change files): `Checkpoints`
+  (one session's), `BlobStore` (a workspace's kept contents), `Checkpoint`, `RestorePlan`,
+  `Restored`; `state_dir`/`workspace_key` name handrail's private state folder.
 """
 
 from __future__ import annotations
 
 from ._capture import OutputCapture as OutputCapture
+from ._checkpoint_store import BlobStore as BlobStore
+from ._checkpoints import Checkpoint as Checkpoint
+from ._checkpoints import Checkpoints as Checkpoints
+from ._checkpoints import Restored as Restored
+from ._checkpoints import RestorePlan as RestorePlan
 from ._containment import confine_read as confine_read
 from ._containment import confine_write as confine_write
 from ._diff import diff_stat as diff_stat
@@ -58,6 +66,8 @@ from ._shell_process import read_log as read_log
 from ._shell_sandbox import ConfinedShell as ConfinedShell
 from ._shell_sandbox import SandboxUnavailable as SandboxUnavailable
 from ._shell_sandbox import ShellSandbox as ShellSandbox
+from ._state_dir import state_dir as state_dir
+from ._state_dir import workspace_key as workspace_key
 from ._text import TextFormat as TextFormat
 from ._text import decode_text as decode_text
 from ._text import encode_text as encode_text
@@ -88,8 +98,11 @@ __all__ = [
     "AddressBlock",
     "AllowEntry",
     "AllowList",
+    "BlobStore",
     "BlockedAddress",
     "CheckedUrl",
+    "Checkpoint",
+    "Checkpoints",
     "CommandResult",
     "ConfinedShell",
     "FileData",
@@ -98,6 +111,8 @@ __all__ = [
     "OutputCapture",
     "ParsedUrl",
     "ResolveFunc",
+    "RestorePlan",
+    "Restored",
     "RipgrepGlob",
     "RipgrepRun",
     "SandboxSetupError",
@@ -134,6 +149,8 @@ __all__ = [
     "sniff_binary",
     "split_lines",
     "stat_file",
+    "state_dir",
     "system_which",
     "unified_diff",
+    "workspace_key",
 ]

@@ -1,0 +1,159 @@
+"""A runtime's checkpoints: one `Checkpoints` per session, around calls that change files.
+
+Which calls: every call whose tool is not read-only for its arguments and that was not
+allowed as read-only (`ToolContext.granted_by`): `write_file`, `edit_file`, a `run_shell` line
+that was approved or allowed to write, a tool marked destructive, an MCP server's tool. The
+run stage (`_runner.py`) calls `begin` once the call holds the session's gate (so no other
+change overlaps it) and `end` when it has returned, whatever the outcome.
+
+Where: `<state>/checkpoints/<workspace>/` holds the workspace's contents (`objects/`, shared by
+its sessions) and one log per session (`<session id>.jsonl`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .._context import Session, ToolContext
+from .._contract import WritePath
+from .._tool import Tool
+from ..sandbox import BlobStore, Checkpoints, resolve_path, state_dir, workspace_key
+from ..sandbox._checkpoints import MAX_FILE_BYTES, MAX_STORE_BYTES
+
+__all__ = ["Checkpointing", "checkpoint_folder"]
+
+logger = logging.getLogger("handrail")
+
+_LABEL_KEYS = ("command", "path", "file_path", "url", "name")
+
+
+def checkpoint_folder(root: Path, base: Path | None = None) -> Path:
+    """The folder of the workspace at `root`'s checkpoints (its store and sessions' logs)."""
+    return (base or state_dir()) / "checkpoints" / workspace_key(root)
+
+
+class Checkpointing:
+    """Makes and drives the checkpoints of a runtime's sessions.
+
+    Args:
+        root: The workspace root (names the store's folder).
+        write_roots: The folders tracked.
+        skip: Paths never recorded nor restored (the hidden paths).
+        folder: Where the store and the logs go (default: `checkpoint_folder(root)`).
+        max_file_bytes: Files bigger than this are not kept.
+        max_store_bytes: The most the workspace's store holds.
+    """
+
+    def __init__(
+        self,
+        *,
+        root: Path,
+        write_roots: Iterable[Path],
+        skip: Iterable[Path] = (),
+        folder: Path | None = None,
+        max_file_bytes: int = MAX_FILE_BYTES,
+        max_store_bytes: int = MAX_STORE_BYTES,
+    ) -> None:
+        self.folder = folder or checkpoint_folder(root)
+        self.write_roots = tuple(write_roots)
+        # The state folder itself is never tracked, wherever it is (inside a root, say).
+        self.skip = (*skip, self.folder, state_dir())
+        self.max_file_bytes = max_file_bytes
+        self.store = BlobStore(self.folder, max_bytes=max_store_bytes)
+
+    def of(self, session: Session) -> Checkpoints:
+        """The session's checkpoints (made, or read back from its log, on first use)."""
+        found: Checkpoints | None = session._checkpoints  # pyright: ignore[reportPrivateUsage]
+        if found is None:
+            found = Checkpoints(
+                self.write_roots,
+                store=self.store,
+                log=self.folder / f"{_safe_name(session.id)}.jsonl",
+                skip=self.skip,
+                max_file_bytes=self.max_file_bytes,
+            )
+            session._checkpoints = found  # pyright: ignore[reportPrivateUsage]
+            tracker = found
+
+            async def close() -> None:
+                tracker.close()
+
+            session.on_close(close)
+        return found
+
+    def tracks(self, tool: Tool, args: Any, ctx: ToolContext | None) -> bool:
+        """Can this call change files (so a checkpoint goes before it)?"""
+        if ctx is not None and ctx.granted_by == "read_only":
+            return False
+        try:
+            return not tool.is_read_only(args)
+        except Exception:  # a flag that fails: assume it writes
+            return True
+
+    async def begin(
+        self, session: Session, tool: Tool, args: Any, ctx: ToolContext | None, call_id: str
+    ) -> Checkpoints | None:
+        """Mark the state before the call; None (and a log line) if that failed."""
+        tracker = self.of(session)
+        paths = _write_paths(tool, args, ctx)
+        label = _label(tool.name, args)
+        try:
+            await asyncio.to_thread(
+                tracker.begin,
+                label,
+                call_id=call_id,
+                tool=tool.name,
+                paths=paths,
+                turn=session.turn,
+            )
+        except Exception:  # a checkpoint that fails must not stop the call
+            logger.exception("checkpoint before %s failed", tool.name)
+            return None
+        return tracker
+
+    def end(self, session: Session, tracker: Checkpoints, call_id: str) -> None:
+        """Record what the call changed (synchronous: it runs while the call's stage ends)."""
+        try:
+            tracker.end(call_id=call_id)
+        except Exception:
+            logger.exception("checkpoint after call %s failed", call_id)
+            return
+        for notice in tracker.take_notices():
+            session.notify(notice)
+
+
+def _safe_name(session_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)[:100] or "session"
+
+
+def _write_paths(tool: Tool, args: Any, ctx: ToolContext | None) -> list[str]:
+    """The paths the call says it writes (file tools' targets), resolved."""
+    if ctx is None or type(tool).permission_requests is Tool.permission_requests:
+        return []
+    try:
+        requests = tool.permission_requests(args, ctx)
+    except Exception:
+        return []
+    return [resolve_path(q.path, ctx.cwd) for q in requests if isinstance(q, WritePath)]
+
+
+def _label(name: str, args: Any) -> str:
+    """`run_shell: pytest -q`, `edit_file: src/a.py`: what a checkpoint came before."""
+    values: dict[str, Any] = {}
+    if isinstance(args, dict):
+        values = args  # pyright: ignore[reportUnknownVariableType]
+    elif hasattr(args, "model_dump"):
+        try:
+            values = args.model_dump()
+        except Exception:
+            values = {}
+    for key in _LABEL_KEYS:
+        value = values.get(key)
+        if isinstance(value, str) and value:
+            line = value.strip().splitlines()[0] if value.strip() else value
+            return f"{name}: {line[:80]}"
+    return name

@@ -1,0 +1,130 @@
+"""File contents kept for checkpoints: one file per distinct content, named by its SHA-256.
+
+The store lives in handrail's private state folder (hidden from every tool), one per workspace
+and shared by its sessions, so a content kept once is never kept again. Blobs are written to a
+temporary name and renamed, so a reader never sees half of one; a blob whose bytes do not hash
+to its name (a crash, a disk error) is refused when read. The store has a size limit: past it,
+new contents are not kept and the caller is told so (`StoreFull`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+from collections.abc import Iterable
+from pathlib import Path
+
+__all__ = ["BlobStore", "StoreFull"]
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+class StoreFull(Exception):
+    """The store is at its size limit: this content is not kept."""
+
+
+class BlobStore:
+    """Content-addressed files under `folder/objects/`.
+
+    Args:
+        folder: The store's folder (created private to the user).
+        max_bytes: The most the store may hold; a content that would pass it is refused.
+    """
+
+    def __init__(self, folder: Path, *, max_bytes: int) -> None:
+        self.folder = folder
+        self.objects = folder / "objects"
+        self.max_bytes = max_bytes
+        self._size: int | None = None
+        self._known: set[str] = set()
+
+    def _path(self, digest: str) -> Path:
+        return self.objects / digest[:2] / digest[2:]
+
+    def size(self) -> int:
+        """Bytes held (counted once per process, then kept up to date)."""
+        if self._size is None:
+            total = 0
+            if self.objects.is_dir():
+                for sub in self.objects.iterdir():
+                    with contextlib.suppress(OSError):
+                        for blob in sub.iterdir():
+                            with contextlib.suppress(OSError):
+                                total += blob.lstat().st_size
+            self._size = total
+        return self._size
+
+    def has(self, digest: str) -> bool:
+        if digest in self._known:
+            return True
+        found = self._path(digest).is_file()
+        if found:
+            self._known.add(digest)
+        return found
+
+    def put(self, digest: str, data: bytes) -> None:
+        """Keep `data` under `digest` (its SHA-256); nothing happens if it is already kept."""
+        if self.has(digest):
+            return
+        if self.size() + len(data) > self.max_bytes:
+            raise StoreFull(f"the checkpoint store is full ({self.max_bytes} bytes)")
+        target = self._path(digest)
+        try:
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except FileExistsError:
+            pass
+        tmp = target.parent / f".{digest[2:]}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        os.close(fd)
+        os.replace(tmp, target)
+        self._known.add(digest)
+        if self._size is not None:
+            self._size += len(data)
+
+    def get(self, digest: str) -> bytes | None:
+        """The content kept under `digest`, or None if it is missing or damaged."""
+        try:
+            fd = os.open(self._path(digest), os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            with os.fdopen(fd, "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        if hashlib.sha256(data).hexdigest() != digest:
+            return None
+        return data
+
+    def sweep(self, keep: Iterable[str]) -> int:
+        """Remove every blob not in `keep`; returns the bytes freed."""
+        wanted = set(keep)
+        freed = 0
+        if not self.objects.is_dir():
+            return 0
+        for sub in self.objects.iterdir():
+            with contextlib.suppress(OSError):
+                for blob in sub.iterdir():
+                    digest = sub.name + blob.name
+                    if digest in wanted or blob.name.startswith("."):
+                        continue
+                    with contextlib.suppress(OSError):
+                        size = blob.lstat().st_size
+                        blob.unlink()
+                        freed += size
+                        self._known.discard(digest)
+        if self._size is not None:
+            self._size = max(0, self._size - freed)
+        return freed

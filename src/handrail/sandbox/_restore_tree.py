@@ -1,0 +1,197 @@
+"""Putting paths back to recorded states, never following a link and never leaving half a file.
+
+Given, per path, the state now and the state wanted, `apply` removes what must go (deepest
+first), makes folders, files and links (shallowest first), then sets folder modes (deepest
+first, so a read-only folder is filled before it closes). Every step opens the parent through
+folder handles from the root down with `O_NOFOLLOW`: a folder swapped for a symlink since the
+checkpoint is removed as a link, and nothing is ever written through one. Files are replaced
+atomically (`_atomic.replace_in_dir`). A content the store does not have (too big to keep, or
+an ignored folder's) is never removed or overwritten: that would be a change no later restore
+could undo. It is left as it is and reported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .._atomic import replace_in_dir
+from ._workspace_state import Entry
+
+__all__ = ["Step", "apply_steps"]
+
+_O_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One path to put back: its state now and the state wanted (None: absent)."""
+
+    path: str
+    now: Entry | None
+    want: Entry | None
+
+
+def _depth(path: str) -> int:
+    return path.count("/")
+
+
+class _Folders:
+    """Opens folders below a root one component at a time, never through a symlink."""
+
+    def __init__(self, roots: Sequence[str]) -> None:
+        self.roots = sorted(roots, key=len, reverse=True)
+
+    def open(self, folder: str) -> int:
+        for root in self.roots:
+            if folder == root or folder.startswith(root.rstrip("/") + "/"):
+                break
+        else:
+            raise PermissionError(errno.EACCES, "outside the tracked roots", folder)
+        fd = os.open(root, _O_DIR | _O_NOFOLLOW)
+        try:
+            rest = folder[len(root) :].strip("/")
+            for part in rest.split("/") if rest else ():
+                nxt = os.open(part, _O_DIR | _O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = nxt
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+
+def _unkept(entry: Entry | None) -> bool:
+    return entry is not None and entry.kind in ("unkept", "opaque")
+
+
+def apply_steps(
+    steps: Sequence[Step], roots: Sequence[str], content: Callable[[str], bytes | None]
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """Apply `steps`; returns the paths put back and the (path, why) pairs left as they are."""
+    folders = _Folders(roots)
+    done: list[str] = []
+    left: list[tuple[str, str]] = []
+    root_set = set(folders.roots)
+
+    def fail(path: str, why: str) -> None:
+        left.append((path, why))
+
+    # 1. Removals, deepest first: what is not wanted, or is wanted as another kind.
+    for step in sorted(steps, key=lambda s: _depth(s.path), reverse=True):
+        now, want = step.now, step.want
+        if now is None or (want is not None and _replaced_in_place(now, want)):
+            continue
+        if step.path in root_set:
+            continue
+        if _unkept(now):
+            what = "an ignored folder" if now.kind == "opaque" else "a file too big to keep"
+            fail(step.path, f"{what}, whose contents were never copied: left in place")
+            continue
+        parent, name = os.path.split(step.path)
+        try:
+            dfd = folders.open(parent)
+        except OSError as exc:
+            if not _gone(exc):
+                fail(step.path, f"cannot reach its folder ({exc.strerror})")
+            continue
+        try:
+            if now.kind == "dir":
+                os.rmdir(name, dir_fd=dfd)
+            else:
+                os.unlink(name, dir_fd=dfd)
+            if want is None:
+                done.append(step.path)
+        except FileNotFoundError:
+            if want is None:
+                done.append(step.path)
+        except OSError as exc:
+            fail(step.path, f"could not remove it ({exc.strerror})")
+        finally:
+            os.close(dfd)
+
+    # 2. Creations and contents, shallowest first.
+    dir_modes: list[tuple[str, int]] = []
+    for step in sorted(steps, key=lambda s: _depth(s.path)):
+        want = step.want
+        if want is None:
+            continue
+        if want.kind == "unkept":
+            fail(step.path, "it was too big to keep, so its earlier content cannot come back")
+            continue
+        if step.now is not None and _unkept(step.now) and not _replaced_in_place(step.now, want):
+            continue  # reported above
+        parent, name = os.path.split(step.path)
+        try:
+            dfd = folders.open(parent) if step.path not in root_set else -1
+        except OSError as exc:
+            fail(step.path, f"cannot reach its folder ({exc.strerror})")
+            continue
+        try:
+            if want.kind in ("dir", "opaque"):
+                if step.path not in root_set:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(name, 0o700, dir_fd=dfd)
+                if want.kind == "dir":
+                    dir_modes.append((step.path, want.mode))
+                elif step.now is None:
+                    fail(
+                        step.path,
+                        "an ignored folder: made again, empty (its contents were never copied)",
+                    )
+                    continue
+                done.append(step.path)
+            elif want.kind == "link":
+                tmp = f".{name}.handrail-{os.getpid()}-{secrets.token_hex(6)}.tmp"
+                os.symlink(want.target, tmp, dir_fd=dfd)
+                try:
+                    os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+                except OSError:
+                    with contextlib.suppress(OSError):
+                        os.unlink(tmp, dir_fd=dfd)
+                    raise
+                done.append(step.path)
+            else:
+                data = content(want.blob)
+                if data is None:
+                    fail(step.path, "its kept content is missing or damaged")
+                    continue
+                exists = step.now is not None and step.now.kind == "file"
+                replace_in_dir(dfd, name, data, want.mode, exists=exists)
+                done.append(step.path)
+        except OSError as exc:
+            fail(step.path, f"could not write it ({exc.strerror})")
+        finally:
+            if dfd >= 0:
+                os.close(dfd)
+
+    # 3. Folder modes, deepest first (a read-only folder is closed after it was filled).
+    for path, mode in sorted(dir_modes, key=lambda x: _depth(x[0]), reverse=True):
+        try:
+            fd = folders.open(path)
+        except OSError as exc:
+            fail(path, f"cannot set its mode ({exc.strerror})")
+            continue
+        try:
+            os.fchmod(fd, mode)
+        except OSError as exc:
+            fail(path, f"cannot set its mode ({exc.strerror})")
+        finally:
+            os.close(fd)
+    return list(dict.fromkeys(done)), left
+
+
+def _replaced_in_place(now: Entry, want: Entry) -> bool:
+    """Can `now` become `want` without removing it first (a file rewritten, a folder kept)?"""
+    if now.kind in ("dir", "opaque") and want.kind in ("dir", "opaque"):
+        return True
+    return now.kind == "file" and want.kind == "file"
+
+
+def _gone(exc: OSError) -> bool:
+    return exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
