@@ -31,6 +31,7 @@ EXPECTED = [
     "BlockedAddress",
     "CheckedUrl",
     "Checkpoint",
+    "CheckpointCleanup",
     "Checkpoints",
     "CommandResult",
     "ConfinedShell",
@@ -55,6 +56,8 @@ EXPECTED = [
     "atomic_write",
     "check_host",
     "check_url",
+    "checkpoint_folder",
+    "clean_checkpoints",
     "compile_glob",
     "confine_read",
     "confine_write",
@@ -102,6 +105,9 @@ NOT_IN_BUILTIN = {
     "Restored": "what `Checkpoints.restore` returns",
     "state_dir": "the runtime and the agent keep their state under it",
     "workspace_key": "names a workspace's folder in the state folder",
+    "checkpoint_folder": "where a workspace's checkpoints are kept",
+    "clean_checkpoints": "the agent's session clean-up removes checkpoints with it",
+    "CheckpointCleanup": "what `clean_checkpoints` returns",
 }
 
 

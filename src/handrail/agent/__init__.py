@@ -34,6 +34,8 @@ from ._catalog import ModelInfo as ModelInfo
 from ._catalog import Preset as Preset
 from ._catalog import Prices as Prices
 from ._catalog import model_info as model_info
+from ._cleanup import Cleaned as Cleaned
+from ._cleanup import clean_sessions as clean_sessions
 from ._client import ModelClient as ModelClient
 from ._codecs import ModelRequest as ModelRequest
 from ._compaction import CompactionSettings as CompactionSettings
@@ -64,6 +66,9 @@ from ._loop import Agent as Agent
 from ._loop import EventFunc as EventFunc
 from ._loop import Model as Model
 from ._narrow import NarrowedPolicy as NarrowedPolicy
+from ._rewind import Rewound as Rewound
+from ._rewind import TurnCheckpoint as TurnCheckpoint
+from ._sessions import PromptMark as PromptMark
 from ._sessions import SavedSession as SavedSession
 from ._sessions import find_session as find_session
 from ._sessions import is_own_session as is_own_session
@@ -81,6 +86,7 @@ __all__ = [
     "ApprovalAsked",
     "AssistantMessage",
     "Budget",
+    "Cleaned",
     "Compacted",
     "CompactionSettings",
     "Event",
@@ -96,7 +102,9 @@ __all__ = [
     "Notice",
     "Preset",
     "Prices",
+    "PromptMark",
     "ReasoningDelta",
+    "Rewound",
     "RunFinished",
     "RunResult",
     "RunStarted",
@@ -106,10 +114,12 @@ __all__ = [
     "ToolCallProgress",
     "ToolCallStarted",
     "ToolResults",
+    "TurnCheckpoint",
     "TurnEnded",
     "TurnStarted",
     "Usage",
     "UserMessage",
+    "clean_sessions",
     "find_session",
     "is_own_session",
     "latest_session",

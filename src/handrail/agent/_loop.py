@@ -64,7 +64,8 @@ from ._events import (
 from ._prompt import project_instructions, system_prompt
 from ._recorder import Recorder
 from ._repeats import RepeatGuard
-from ._sessions import SavedSession, restore_state
+from ._rewind import Rewound, TurnCheckpoint, last_checkpoint, rewind, turn_checkpoints
+from ._sessions import PromptMark, SavedSession, restore_state
 from ._subagents import offer_agents
 from ._text import say
 
@@ -173,6 +174,10 @@ class Agent:
         # Its own budget (what this agent spent), linked to a parent's, which sees it too.
         self.budget = Budget(max_tokens=max_tokens, max_cost_usd=max_cost_usd, parent=budget)
         self.messages: list[Message] = []
+        self.prompts: list[PromptMark] = []
+        """Where each of the user's prompts began, oldest first (what `rewind` goes back to)."""
+        self.parent_id: str | None = None
+        """The session this one was forked from (`fork`)."""
         self.session_id = runtime.session.id
         self.system: str | None = None
         self.notices: list[str] = []
@@ -289,6 +294,7 @@ class Agent:
         t0 = time.monotonic()
         usage0, cost0 = self.budget.usage, self.budget.cost_usd
         self._start()
+        self._mark_prompt(prompt)
         self._append(UserMessage(text=prompt))
         self.emit(
             RunStarted(
@@ -365,6 +371,76 @@ class Agent:
         if external is not None:
             raise external
         return result
+
+    def checkpoints(self) -> list[TurnCheckpoint]:
+        """The conversation's prompts, oldest first, with what going back to each would undo.
+
+        Each lists the files the session changed from it on (until the next prompt) and the
+        checkpoint that holds the files as it found them. The runtime must keep checkpoints
+        (`Runtime(checkpoints=True)`; the CLI's does) for files to be listed; the prompts are
+        listed either way.
+        """
+        return turn_checkpoints(self)
+
+    async def rewind(
+        self,
+        turn: int,
+        *,
+        code: bool = True,
+        conversation: bool = True,
+        approver: Approver | None = None,
+    ) -> Rewound:
+        """Go back to where prompt `turn` (1 for the first) began.
+
+        `code`: put the files back as that prompt found them, shell commands' changes and
+        sub-agents' included (`Runtime.restore`; the restore is itself a checkpoint, so it can
+        be undone). Files changed outside the session since are overwritten only if the
+        approver (this one, else the agent's, else the runtime's) says yes; otherwise nothing
+        is done and `Rewound.refused` names them. `conversation`: drop that prompt and every
+        message after it (the transcript records it; a resumed session carries on from there).
+        `Rewound.prompt` is the prompt's text, for a front end to offer again.
+        """
+        self._check_idle()
+        if conversation:
+            self._open_transcript()  # a resumed session records its rewind before any run
+        return await rewind(self, turn, code=code, conversation=conversation, approver=approver)
+
+    def fork(self, saved: SavedSession, turn: int | None = None) -> str:
+        """Carry on a copy of a saved session as a new one; the saved one is left untouched.
+
+        `turn`: start from where that prompt began (default: the whole conversation). The new
+        session (its own id and transcript, `parent` naming the old one) takes the saved
+        state (mode, session rules) and a copy of its checkpoints, so `rewind` can put the
+        files back to any of its points. Returns the new session's id.
+        """
+        self._check_idle()
+        if turn is not None and not 1 <= turn <= len(saved.prompts):
+            raise ConfigurationError(
+                f"no prompt {turn} in session {saved.id} (it has {len(saved.prompts)})"
+            )
+        self.recorder.close(forget=True)
+        session = self.runtime.session
+        session.id = uuid.uuid4().hex
+        self.session_id = session.id
+        self.parent_id = saved.id
+        if self.runtime.keeps_checkpoints:
+            self.runtime.copy_checkpoints(saved.id)
+        messages = saved.messages if turn is None else saved.prompts[turn - 1].messages
+        prompts = saved.prompts if turn is None else saved.prompts[: turn - 1]
+        self.restore(messages, saved.state, prompts=prompts)
+        session.files.clear()
+        self.repeats.clear()
+        self._open_transcript()
+        # Each old prompt with the conversation before it, so the fork can rewind to it too.
+        for mark in self.prompts:
+            self.recorder.write(
+                {"type": "compaction", "messages": [message_to_json(m) for m in mark.messages]}
+            )
+            self.recorder.write({"type": "prompt", "prompt": mark.prompt, "after": mark.after})
+        self.recorder.write(
+            {"type": "compaction", "messages": [message_to_json(m) for m in self.messages]}
+        )
+        return self.session_id
 
     async def compact(self, focus: str | None = None) -> Compacted | None:
         """Summarise the older part of the conversation now (`focus`: what to keep)."""
@@ -686,8 +762,19 @@ class Agent:
                 "base_url": getattr(self.client, "base_url", None),
                 "api_key_env": getattr(self.client, "api_key_env", None),
                 "agent": self.name,
+                "parent": self.parent_id,
             },
         )
+
+    def _mark_prompt(self, prompt: str) -> None:
+        after = last_checkpoint(self)
+        self.prompts.append(
+            PromptMark(
+                turn=len(self.prompts) + 1, prompt=prompt, messages=list(self.messages), after=after
+            )
+        )
+        self.runtime.session.turn = len(self.prompts)
+        self.recorder.write({"type": "prompt", "prompt": prompt, "after": after})
 
     def _append(self, message: Message) -> None:
         self.messages.append(message)
@@ -716,6 +803,7 @@ class Agent:
         self.session_id = self.runtime.session.id
         self.runtime.session.files.clear()
         self.messages = []
+        self.prompts = []
         self.repeats.clear()
         self.meter.forget()
         return self.session_id
@@ -734,15 +822,25 @@ class Agent:
             self.recorder.chosen = saved.path
         self.runtime.session.files.clear()
         self.repeats.clear()
-        self.restore(saved.messages, saved.state if own else None)
+        self.restore(saved.messages, saved.state if own else None, prompts=saved.prompts)
 
     def _check_idle(self) -> None:
         if self._task is not None and not self._task.done():
             raise ConfigurationError("this agent is running; wait for the run to end")
 
-    def restore(self, messages: list[Message], state: dict[str, Any] | None) -> None:
-        """Carry on a saved conversation (`load_session`); `state` restores the session too."""
+    def restore(
+        self,
+        messages: list[Message],
+        state: dict[str, Any] | None,
+        *,
+        prompts: list[PromptMark] | None = None,
+    ) -> None:
+        """Carry on a saved conversation (`load_session`).
+
+        `state` restores the session too, `prompts` the points `rewind` can go back to.
+        """
         self.messages = list(messages)
+        self.prompts = list(prompts or [])
         if state is not None:
             restore_state(self.runtime.session, state)
         self.meter.forget()

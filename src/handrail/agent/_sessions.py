@@ -7,11 +7,13 @@ a transcript holds whatever the model read.
 
 Lines (each a JSON object with `type`): `session` (header: id, root, model, created, parent),
 `message` (one conversation message, as appended), `compaction` (the whole conversation that
-replaced the old one), `state` (the runtime session's state after a turn: mode, read files,
-activated tools, session rules), `event` (turn ends, approvals, notices), and `result` (how a
-run ended). Each line is flushed when written, so a crash loses at most the line being
-written; a torn last line is ignored when reading. Loading replays the lines: messages append,
-a compaction replaces them, the last state wins.
+replaced the old one), `prompt` (a user prompt begins: its text, and the last checkpoint
+before it), `rewind` (the conversation went back to before prompt `turn`: the messages kept),
+`state` (the runtime session's state after a turn: mode, read files, activated tools, session
+rules), `event` (turn ends, approvals, notices), and `result` (how a run ended). Each line is
+flushed when written, so a crash loses at most the line being written; a torn last line is
+ignored when reading. Loading replays the lines: messages append, a compaction or a rewind
+replaces them, the last state wins.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from ._conversation import (
 )
 
 __all__ = [
+    "PromptMark",
     "SavedSession",
     "Transcript",
     "find_session",
@@ -140,6 +143,20 @@ class Transcript:
 
 
 @dataclass(slots=True)
+class PromptMark:
+    """Where one of the user's prompts began: what a rewind goes back to."""
+
+    turn: int
+    """Its place among the conversation's prompts (1 for the first)."""
+    prompt: str
+    messages: list[Message]
+    """The conversation before it."""
+    after: int
+    """The last checkpoint id before it began (0: none): the files as the prompt found them
+    are those of the first checkpoint after this one, if the session changed any since."""
+
+
+@dataclass(slots=True)
 class SavedSession:
     """A transcript, read back."""
 
@@ -151,6 +168,8 @@ class SavedSession:
     turns: int = 0
     approvals: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
     """The answers approvals got, by call id (for replays)."""
+    prompts: list[PromptMark] = field(default_factory=list[PromptMark])
+    """The user's prompts of the conversation as it stands (after rewinds), in order."""
 
     @property
     def id(self) -> str:
@@ -184,6 +203,18 @@ def load_session(path: Path) -> SavedSession:
                 saved.messages.append(message_from_json(record["message"]))
             elif kind == "compaction":
                 saved.messages = [message_from_json(m) for m in record["messages"]]
+            elif kind == "prompt":
+                saved.prompts.append(
+                    PromptMark(
+                        turn=len(saved.prompts) + 1,
+                        prompt=str(record["prompt"]),
+                        messages=list(saved.messages),
+                        after=int(record.get("after") or 0),
+                    )
+                )
+            elif kind == "rewind":
+                saved.messages = [message_from_json(m) for m in record["messages"]]
+                del saved.prompts[max(0, int(record["turn"]) - 1) :]
             elif kind == "state":
                 saved.state = cast(dict[str, Any], record["session"])
             elif kind == "event" and record["event"].get("type") == "turn_ended":

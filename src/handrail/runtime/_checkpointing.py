@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -21,19 +22,14 @@ from typing import Any
 from .._context import Session, ToolContext
 from .._contract import WritePath
 from .._tool import Tool
-from ..sandbox import BlobStore, Checkpoints, resolve_path, state_dir, workspace_key
+from ..sandbox import BlobStore, Checkpoints, checkpoint_folder, resolve_path, state_dir
 from ..sandbox._checkpoints import MAX_FILE_BYTES, MAX_STORE_BYTES
 
-__all__ = ["Checkpointing", "checkpoint_folder"]
+__all__ = ["Checkpointing"]
 
 logger = logging.getLogger("handrail")
 
 _LABEL_KEYS = ("command", "path", "file_path", "url", "name")
-
-
-def checkpoint_folder(root: Path, base: Path | None = None) -> Path:
-    """The folder of the workspace at `root`'s checkpoints (its store and sessions' logs)."""
-    return (base or state_dir()) / "checkpoints" / workspace_key(root)
 
 
 class Checkpointing:
@@ -72,7 +68,7 @@ class Checkpointing:
             found = Checkpoints(
                 self.write_roots,
                 store=self.store,
-                log=self.folder / f"{_safe_name(session.id)}.jsonl",
+                log=self.log_of(session.id),
                 skip=self.skip,
                 max_file_bytes=self.max_file_bytes,
             )
@@ -84,6 +80,25 @@ class Checkpointing:
 
             session.on_close(close)
         return found
+
+    def log_of(self, session_id: str) -> Path:
+        """The log file of the session with this id."""
+        return self.folder / f"{_safe_name(session_id)}.jsonl"
+
+    def copy(self, session: Session, source_id: str) -> None:
+        """Give `session` a copy of another session's checkpoints (a fork)."""
+        source = self.log_of(source_id)
+        target = self.log_of(session.id)
+        old: Checkpoints | None = session._checkpoints  # pyright: ignore[reportPrivateUsage]
+        if old is not None:
+            old.close()
+            session._checkpoints = None  # pyright: ignore[reportPrivateUsage]
+        if not source.is_file() or target.exists():
+            return
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(source.read_bytes())
 
     def tracks(self, tool: Tool, args: Any, ctx: ToolContext | None) -> bool:
         """Can this call change files (so a checkpoint goes before it)?"""

@@ -360,6 +360,17 @@ class Runtime:
         """
         return self._tracker(session).list()
 
+    def copy_checkpoints(self, source_id: str, session: Session | None = None) -> None:
+        """Give the session (default: the runtime's own) another session's checkpoints.
+
+        `source_id` is a session of the same workspace; the copy lets this one restore its
+        points too (a fork). The other session's record is left as it is.
+        """
+        keeper = self._pipeline.checkpointing
+        if keeper is None:
+            raise ConfigurationError("this runtime keeps no checkpoints: Runtime(checkpoints=True)")
+        keeper.copy(session or self.session, source_id)
+
     async def restore_plan(
         self,
         checkpoint: int,

@@ -26,12 +26,15 @@ built-in tools use nothing else of this package, so a third-party tool can do wh
   machine offers;
 * checkpoints (used by the runtime around every call that can change files): `Checkpoints`
   (one session's), `BlobStore` (a workspace's kept contents), `Checkpoint`, `RestorePlan`,
-  `Restored`; `state_dir`/`workspace_key` name handrail's private state folder.
+  `Restored`; `clean_checkpoints`/`CheckpointCleanup` remove old logs and unreferenced
+  contents; `state_dir`/`workspace_key`/`checkpoint_folder` name handrail's private state.
 """
 
 from __future__ import annotations
 
 from ._capture import OutputCapture as OutputCapture
+from ._checkpoint_cleanup import CheckpointCleanup as CheckpointCleanup
+from ._checkpoint_cleanup import clean_checkpoints as clean_checkpoints
 from ._checkpoint_store import BlobStore as BlobStore
 from ._checkpoints import Checkpoint as Checkpoint
 from ._checkpoints import Checkpoints as Checkpoints
@@ -66,6 +69,7 @@ from ._shell_process import read_log as read_log
 from ._shell_sandbox import ConfinedShell as ConfinedShell
 from ._shell_sandbox import SandboxUnavailable as SandboxUnavailable
 from ._shell_sandbox import ShellSandbox as ShellSandbox
+from ._state_dir import checkpoint_folder as checkpoint_folder
 from ._state_dir import state_dir as state_dir
 from ._state_dir import workspace_key as workspace_key
 from ._text import TextFormat as TextFormat
@@ -102,6 +106,7 @@ __all__ = [
     "BlockedAddress",
     "CheckedUrl",
     "Checkpoint",
+    "CheckpointCleanup",
     "Checkpoints",
     "CommandResult",
     "ConfinedShell",
@@ -126,6 +131,8 @@ __all__ = [
     "atomic_write",
     "check_host",
     "check_url",
+    "checkpoint_folder",
+    "clean_checkpoints",
     "compile_glob",
     "confine_read",
     "confine_write",

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import os
 import secrets
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -108,12 +109,16 @@ class BlobStore:
             return None
         return data
 
-    def sweep(self, keep: Iterable[str]) -> int:
-        """Remove every blob not in `keep`; returns the bytes freed."""
+    def sweep(self, keep: Iterable[str], *, min_age: float = 0.0) -> int:
+        """Remove every blob not in `keep` and older than `min_age` seconds.
+
+        Returns the bytes freed.
+        """
         wanted = set(keep)
         freed = 0
         if not self.objects.is_dir():
             return 0
+        cutoff = time.time() - min_age
         for sub in self.objects.iterdir():
             with contextlib.suppress(OSError):
                 for blob in sub.iterdir():
@@ -121,9 +126,11 @@ class BlobStore:
                     if digest in wanted or blob.name.startswith("."):
                         continue
                     with contextlib.suppress(OSError):
-                        size = blob.lstat().st_size
+                        st = blob.lstat()
+                        if st.st_mtime > cutoff:
+                            continue  # a running session may have kept it a moment ago
                         blob.unlink()
-                        freed += size
+                        freed += st.st_size
                         self._known.discard(digest)
         if self._size is not None:
             self._size = max(0, self._size - freed)

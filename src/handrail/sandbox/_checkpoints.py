@@ -24,10 +24,11 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ._change_watch import ChangeWatch
 from ._checkpoint_store import BlobStore
@@ -122,6 +123,20 @@ class _Mark:
         }
 
 
+class _OpenFiles:
+    """What a `Checkpoints` holds open: the inotify handle and the log."""
+
+    def __init__(self, watch: ChangeWatch) -> None:
+        self.watch = watch
+        self.log: TextIO | None = None
+
+    def close(self) -> None:
+        self.watch.close()
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
+
 class Checkpoints:
     """One session's checkpoints of its write roots.
 
@@ -160,13 +175,15 @@ class Checkpoints:
         )
         self._watch = ChangeWatch()
         self._watching = False
+        self._open = _OpenFiles(self._watch)
+        # A session never closed (no `aclose`) still gives its inotify handle and log back.
+        self._closer = weakref.finalize(self, self._open.close)
         self._lock = threading.RLock()
         self._current: dict[str, Entry] | None = None
         self._records: list[dict[str, Any]] = []
         self._marks: list[_Mark] = []
         self._pending: _Mark | None = None
         self._explicit: set[str] = set()
-        self._file: Any = None
         self.turn: int | None = None
         """The host's turn of the last `begin`."""
         if log is not None and log.exists():
@@ -309,11 +326,10 @@ class Checkpoints:
             return out
 
     def close(self) -> None:
+        """Stop watching and close the log (reopened if the session records again)."""
         with self._lock:
-            self._watch.close()
-            if self._file is not None:
-                self._file.close()
-                self._file = None
+            self._open.close()
+            self._watching = False
 
     # -- recording ---------------------------------------------------------------------------
 
@@ -526,12 +542,13 @@ class Checkpoints:
             record["_mark"] = self._marks[-1].id
         if self.log_path is None:
             return
-        if self._file is None:
+        log = self._open.log
+        if log is None:
             self.log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            self._file = os.fdopen(fd, "a", encoding="utf-8")
-        self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
-        self._file.flush()
+            log = self._open.log = os.fdopen(fd, "a", encoding="utf-8")
+        log.write(json.dumps(record, separators=(",", ":")) + "\n")
+        log.flush()
 
     def _load(self, log: Path) -> None:
         try:

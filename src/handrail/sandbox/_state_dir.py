@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["state_dir", "workspace_key"]
+__all__ = ["checkpoint_folder", "state_dir", "workspace_key"]
 
 
 def state_dir() -> Path:
@@ -29,3 +29,8 @@ def workspace_key(root: Path) -> str:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name or "root").strip("-")[:40]
     digest = hashlib.sha256(resolved.encode()).hexdigest()[:10]
     return f"{slug or 'root'}-{digest}"
+
+
+def checkpoint_folder(root: Path, base: Path | None = None) -> Path:
+    """The folder of the checkpoints of the workspace at `root` (its store, its sessions' logs)."""
+    return (base or state_dir()) / "checkpoints" / workspace_key(root)
