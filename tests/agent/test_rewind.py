@@ -237,9 +237,7 @@ async def test_a_fork_starts_a_new_session_and_leaves_the_old_one(
     assert header["parent"] == saved.id
 
 
-async def test_rewind_says_what_is_wrong(
-    server: ModelServer, workspace: Path, client: Any
-) -> None:
+async def test_rewind_says_what_is_wrong(server: ModelServer, workspace: Path, client: Any) -> None:
     plain = Agent(client(), Runtime(Registry(coding_tools()), root=workspace, mode="bypass"))
     server.push(Reply(text="Hi."))
     async with asyncio.timeout(30):
@@ -251,3 +249,38 @@ async def test_rewind_says_what_is_wrong(
     # Without checkpoints, the conversation alone can still go back.
     done = await plain.rewind(1, code=False)
     assert done.ok and plain.messages == []
+
+
+async def test_a_sub_agents_changes_belong_to_the_parents_prompt(
+    server: ModelServer, workspace: Path, client: Any
+) -> None:
+    server.push(
+        Reply(
+            tool_calls=[
+                ToolUse(
+                    "agent",
+                    {
+                        "description": "write notes",
+                        "prompt": "Write the notes.",
+                        "agent_type": "general",
+                    },
+                )
+            ]
+        ),
+        # the child's turns: one file through the file tool, one through the shell
+        Reply(tool_calls=[ToolUse("write_file", {"file_path": "a.md", "content": "child\n"})]),
+        Reply(tool_calls=[ToolUse("run_shell", {"command": "echo child > b.md"})]),
+        Reply(text="Notes written."),
+        # the parent again
+        Reply(text="Done."),
+    )
+    agent = Agent(client(), runtime(workspace))
+    before = tree(workspace)
+    async with asyncio.timeout(60):
+        result = await agent.run("Have a helper write notes.")
+    assert result.subtype == "success"
+    assert (workspace / "a.md").read_text() == "child\n" and (workspace / "b.md").exists()
+    (turn,) = agent.checkpoints()
+    assert set(turn.files) == {"a.md", "b.md"}
+    done = await agent.rewind(1)
+    assert done.ok and tree(workspace) == before

@@ -191,6 +191,8 @@ def narrowed_runtime(
     )
     settings_hooks = set(id(h) for h in parent.settings.hooks)
     child_session = Session(mode=narrow_mode(session.mode, mode), allow_rules=session.allow_rules)
+    # What a child changes is recorded in the parent's session: it belongs to the parent's call.
+    keeps = parent.keeps_checkpoints and not read_only
     return Runtime(
         Registry([*local, *extra_tools], imported=imported),
         root=parent.root,
@@ -206,4 +208,5 @@ def narrowed_runtime(
         default_timeout=parent.default_timeout,
         max_concurrency=parent.max_concurrency,
         hidden_paths=parent.hidden_paths,
+        checkpoints=parent.session_checkpoints(session) if keeps else False,
     )

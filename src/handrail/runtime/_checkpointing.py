@@ -42,6 +42,8 @@ class Checkpointing:
         folder: Where the store and the logs go (default: `checkpoint_folder(root)`).
         max_file_bytes: Files bigger than this are not kept.
         max_store_bytes: The most the workspace's store holds.
+        shared: Record every session's changes here (a sub-agent's runtime records into its
+            parent's session, so the child's changes are the parent's call's).
     """
 
     def __init__(
@@ -53,7 +55,9 @@ class Checkpointing:
         folder: Path | None = None,
         max_file_bytes: int = MAX_FILE_BYTES,
         max_store_bytes: int = MAX_STORE_BYTES,
+        shared: Checkpoints | None = None,
     ) -> None:
+        self.shared = shared
         self.folder = folder or checkpoint_folder(root)
         self.write_roots = tuple(write_roots)
         # The state folder itself is never tracked, wherever it is (inside a root, say).
@@ -63,6 +67,8 @@ class Checkpointing:
 
     def of(self, session: Session) -> Checkpoints:
         """The session's checkpoints (made, or read back from its log, on first use)."""
+        if self.shared is not None:
+            return self.shared
         found: Checkpoints | None = session._checkpoints  # pyright: ignore[reportPrivateUsage]
         if found is None:
             found = Checkpoints(

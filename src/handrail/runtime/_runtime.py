@@ -110,8 +110,9 @@ class Runtime:
         checkpoints: Take a checkpoint of the write roots before every call that can change
             files (shell commands included), so `restore` can put them back. Kept in
             handrail's private state folder (`checkpoints/<workspace>/`), one log per session,
-            contents shared by the workspace's sessions. Default: off (the `Agent` and the
-            CLI turn it on).
+            contents shared by the workspace's sessions. A `Checkpoints` (another runtime's
+            `session_checkpoints()`) records into that session instead: a sub-agent's changes
+            are its parent's. Default: off (the CLI turns it on).
 
     The settings above (`registry`, `policy`, `hooks`, `locale`, `cwd`, ...) are attributes
     too, and a host may set them later (an `on_progress`): they live on the runtime's
@@ -144,7 +145,7 @@ class Runtime:
         on_progress: ProgressFunc | None = None,
         hidden_paths: Iterable[str | Path] = (),
         command_slots: asyncio.Semaphore | None = None,
-        checkpoints: bool = False,
+        checkpoints: bool | Checkpoints = False,
     ) -> None:
         self.root = (
             Path(resolve_path(str(root), Path.cwd())) if root is not None else Path.cwd().resolve()
@@ -212,9 +213,12 @@ class Runtime:
         )
         # The pipeline's own methods, bound once: `call` reaches them with no extra hop.
         pipeline.command_slots = command_slots
-        if checkpoints:
+        if checkpoints is not False:
             pipeline.checkpointing = Checkpointing(
-                root=self.root, write_roots=writable, skip=pipeline.hidden_paths
+                root=self.root,
+                write_roots=writable,
+                skip=pipeline.hidden_paths,
+                shared=checkpoints if isinstance(checkpoints, Checkpoints) else None,
             )
         self.prepare = pipeline.prepare
         """Stages 1-3 of one call (`Pipeline.prepare`): the prepared call, or its result."""
@@ -351,6 +355,14 @@ class Runtime:
         if keeper is None:
             raise ConfigurationError("this runtime keeps no checkpoints: Runtime(checkpoints=True)")
         return keeper.of(session or self.session)
+
+    def session_checkpoints(self, session: Session | None = None) -> Checkpoints:
+        """The session's checkpoint record itself (made on first use).
+
+        Pass it as `Runtime(checkpoints=...)` to a runtime whose changes belong to this
+        session (a sub-agent's).
+        """
+        return self._tracker(session)
 
     def checkpoints(self, session: Session | None = None) -> list[Checkpoint]:
         """The session's checkpoints, oldest first (default: the runtime's own session).

@@ -213,7 +213,8 @@ class Checkpoints:
         only once a change follows it.
         """
         with self._lock:
-            self.turn = turn
+            if turn is not None:  # a sub-agent's calls carry none: they are the parent's turn's
+                self.turn = turn
             for path in paths:
                 self._note_explicit(os.path.normpath(path))
             self._refresh("outside", None)
