@@ -3,7 +3,7 @@
 Each prompt is marked when it begins (`PromptMark`: the conversation before it, and the last
 checkpoint before it). The files as that prompt found them are the state of the first
 checkpoint taken after the mark: the runtime takes one before every call that can change files,
-sub-agents' calls included (their changes belong to the parent's call, so to its prompt).
+sub-agents' calls included (a writing child records into its parent's session).
 Rewinding the conversation puts the messages back and drops the later prompts; the transcript
 records it (`rewind`), so a resumed session carries on from the rewound conversation.
 """
