@@ -480,7 +480,8 @@ async def overhead(opts: argparse.Namespace, base: Path, pools: list[Any]) -> di
     copy_tree(source, work / "http" / "s0")
     state = base / "state"
     reps = start_replicas([work / "http"], state)
-    pool = SessionPool(hosts=1, host_cpus=1, mode=MODE, allow=ALLOW)
+    # Like for like with the in-process runtime, which keeps no checkpoints (`serve` does).
+    pool = SessionPool(hosts=1, host_cpus=1, mode=MODE, allow=ALLOW, checkpoints=False)
     pools.append(pool)
     clients: dict[str, Client] = {}
     https = [http_client(1)]

@@ -3,6 +3,8 @@
 Over stdio, stdout carries nothing but the protocol: the ready line and every log go to stderr.
 Over HTTP every request needs the bearer token: from `--token-file`, else `$HANDRAIL_SERVE_TOKEN`,
 else a fresh one, printed once on stderr and kept in the token file while the server runs.
+Every session keeps checkpoints; `--offer-restore` lets the client list and restore them, each
+restore confirmed by its user.
 """
 
 from __future__ import annotations
@@ -43,6 +45,13 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
         "--http",
         metavar="HOST:PORT",
         help="serve streamable HTTP on HOST:PORT (e.g. 127.0.0.1:8765) instead of stdio",
+    )
+    parser.add_argument(
+        "--offer-restore",
+        action="store_true",
+        help="offer the tools list_checkpoints and restore_checkpoint: the client can put a "
+        "session's files back as they were before one of its calls; every restore asks the "
+        "client's user, and a client that cannot ask is refused",
     )
     http = parser.add_argument_group(
         "HTTP access",
@@ -229,6 +238,7 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
                 settings=extra,
                 ready=ready,
                 setup=setup,
+                offer_restore=ns.offer_restore,
                 **access,
             )
         except ImportError as exc:  # no MCP SDK: the message says what to install

@@ -30,7 +30,8 @@ from typing import Any, cast
 from .._context import FileRecord, PermissionMode, Session
 from .._contract import ErrorCode, ToolCall, ToolResult
 from ..errors import ConfigurationError
-from ..sandbox import state_dir, workspace_key
+from ..sandbox import state_dir as _state_dir
+from ..sandbox import workspace_key
 from ._conversation import (
     AssistantMessage,
     Message,
@@ -53,6 +54,11 @@ __all__ = [
     "session_state",
     "state_dir",
 ]
+
+
+def state_dir() -> Path:
+    """The user's handrail state folder (see the module docstring)."""
+    return _state_dir()
 
 
 def project_dir(root: Path, base: Path | None = None) -> Path:

@@ -19,6 +19,7 @@ from .. import (
 )
 from ._http_access import HttpSecurity, http_security
 from ._mode_ceiling import ModeCeilingPolicy
+from ._server_payloads import CHECKPOINT_TOOLS
 
 __all__ = ["serve"]
 
@@ -44,6 +45,7 @@ async def serve(
     token_file: bool | None = None,
     allow_hosts: Sequence[str] = (),
     allow_origins: Sequence[str] = (),
+    offer_restore: bool = False,
 ) -> None:
     """Serve a registry's tools to MCP clients until stopped.
 
@@ -53,6 +55,10 @@ async def serve(
     the client's user as an elicitation request when the client supports them; otherwise
     `ask_fallback` decides. The server's `mode` is the widest any session may reach: a client
     may enter plan mode, never leave for a wider mode than the server's.
+
+    Each session keeps checkpoints: before every call that can change files, the workspace is
+    recorded (in handrail's state folder, one log per session). Restoring one is a person's
+    act, so the client is offered it only with `offer_restore`.
 
     Over HTTP every request needs `Authorization: Bearer <token>` (401 otherwise), a `Host`
     naming this server (421) and, from a browser, an allowed `Origin` (403): all checked before
@@ -106,11 +112,17 @@ async def serve(
         allow_origins: HTTP: more browser origins to accept (`https://app.example.com`);
             `http://` + each accepted Host value is accepted anyway. A request with no
             `Origin` (not from a browser) is not affected.
+        offer_restore: Also list `list_checkpoints` (the session's checkpoints: id, what came
+            next, when, the files changed after it) and `restore_checkpoint` (put the files
+            back as they were at one, or only some paths). Every restore that would change
+            something is put to the client's user as an elicitation, whatever the mode, rules
+            or earlier answers, and a client that cannot ask is refused; the result says what
+            changed, what was left, and the checkpoint that undoes it. Default: not listed.
 
     Raises:
         ConfigurationError: A bad root, mode, rule, address, fallback, token, host or
             origin; no auth on a non-loopback address; the port in use or the address not
-            this machine's.
+            this machine's; with `offer_restore`, a served tool named like a checkpoint tool.
         ImportError: The MCP SDK is not installed (`pip install "handrail[mcp]"`).
     """
     if ask_fallback not in ("deny", "allow"):
@@ -153,6 +165,7 @@ async def serve(
         ask=ask,
         settings=settings,
         load_settings=load_settings,
+        checkpoints=True,
     )
     # The server's mode is the widest any client session may reach: its policy, bounded by
     # that mode, is set here, where the runtime is made.
@@ -160,13 +173,22 @@ async def serve(
     runtime.policy = ceiling
     if setup is not None:
         setup(runtime)
+    if offer_restore:
+        taken = sorted(n for n in CHECKPOINT_TOOLS if runtime.registry.get(n) is not None)
+        if taken:
+            raise ConfigurationError(
+                f"offer_restore adds the tools {sorted(CHECKPOINT_TOOLS)}, and the registry "
+                f"has {taken} already"
+            )
     try:
         from . import _server_app as app_module
     except ImportError as exc:
         if (exc.name or "").split(".")[0] not in _SDK_MODULES:
             raise
         raise ImportError('handrail serve needs the MCP SDK: pip install "handrail[mcp]"') from exc
-    app = app_module.McpApp(runtime, ceiling, ask_fallback=ask_fallback)
+    app = app_module.McpApp(
+        runtime, ceiling, ask_fallback=ask_fallback, offer_restore=offer_restore
+    )
     try:
         if http is None or security is None:
             await app_module.run_stdio(app, ready)

@@ -11,7 +11,10 @@ through `Runtime.call`; this module adds what MCP needs around it:
   call has really stopped (its processes gone) before it is dropped;
 - progress events go out as `notifications/progress` when the request carried a token;
 - the server's mode is the widest any session reaches (`ModeCeilingPolicy`): a client may
-  enter plan mode, never leave for a mode wider than the server's.
+  enter plan mode, never leave for a mode wider than the server's;
+- every session keeps checkpoints (the runtime's, one log per handrail `Session`); with
+  `offer_restore`, `list_checkpoints` and `restore_checkpoint` are listed after the registry's
+  tools and answered here (`_server_restore.py`): a restore always asks the session's client.
 
 Over HTTP (`run_http`) every request passes `HttpGuard` first (Host, Origin, bearer token), so
 a refused request reaches no session, tool or approval; an elicitation answer is a request
@@ -65,6 +68,7 @@ from ._http_listen import bind_sockets, close_all
 from ._http_token import publish_token, withdraw_token
 from ._mode_ceiling import ModeCeilingPolicy
 from ._server_payloads import (
+    CHECKPOINT_TOOLS,
     approval_message,
     call_result,
     deferred_note,
@@ -73,6 +77,7 @@ from ._server_payloads import (
     say,
     tool_entry,
 )
+from ._server_restore import Ask, CheckpointTools
 from ._stdio import pipe_stdio
 
 logger = logging.getLogger("handrail.mcp")
@@ -155,13 +160,22 @@ class McpApp:
         ceiling: The runtime's policy: the server's own, bounded by its mode.
         ask_fallback: What an "ask" decision becomes when the client cannot answer an
             elicitation: `deny` (with a reason naming the allow rule to add) or `allow`.
+        offer_restore: List `list_checkpoints` and `restore_checkpoint` (the runtime must keep
+            checkpoints).
     """
 
     def __init__(
-        self, runtime: Runtime, ceiling: ModeCeilingPolicy, *, ask_fallback: AskFallback = "deny"
+        self,
+        runtime: Runtime,
+        ceiling: ModeCeilingPolicy,
+        *,
+        ask_fallback: AskFallback = "deny",
+        offer_restore: bool = False,
     ) -> None:
         self.rt = runtime
         self.ask_fallback = ask_fallback
+        self.checkpoint_tools = CheckpointTools(runtime) if offer_restore else None
+        """The checkpoint tools, when offered."""
         self.ceiling = ceiling
         """The server's policy, bounded by its mode (the runtime's policy, set by `serve`)."""
         self.sessions: dict[int, Session] = {}
@@ -224,7 +238,10 @@ class McpApp:
     async def list_tools(self, ctx: Ctx, params: types.PaginatedRequestParams) -> HandlerResult:
         """`tools/list`: the tools this session sees now, in the registry's stable order."""
         session = self.session(ctx)
-        return {"tools": [self._entry(t) for t in self.rt.tools(provider="mcp", session=session)]}
+        tools = [self._entry(t) for t in self.rt.tools(provider="mcp", session=session)]
+        if self.checkpoint_tools is not None:
+            tools.extend(self.checkpoint_tools.entries())
+        return {"tools": tools}
 
     def _entry(self, tool: Tool) -> dict[str, Any]:
         cached = self._entries.get(id(tool))
@@ -235,6 +252,11 @@ class McpApp:
     async def call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> HandlerResult:
         """`tools/call`: one call through the whole pipeline; every outcome is a result."""
         session = self.session(ctx)
+        if self.checkpoint_tools is not None and params.name in CHECKPOINT_TOOLS:
+            ask = self._asker(ctx) if self._can_elicit(ctx) else None
+            return await self.checkpoint_tools.call(
+                params.name, params.arguments or {}, session, ask
+            )
         before = (session.mode, len(session.activated))
         result = await self._call(ctx, session, params.name, params.arguments or {})
         bounded = self.ceiling.bound(session.mode)
@@ -307,8 +329,11 @@ class McpApp:
                     await task
             raise
 
-    async def _ask(self, ctx: Ctx, request: Question) -> Approval:
-        """Put a question to the client's user (elicitation), or apply the fallback."""
+    async def _ask(self, ctx: Ctx, request: Question, message: str | None = None) -> Approval:
+        """Put a question to the client's user (elicitation), or apply the fallback.
+
+        `message` is what the user reads (default: the question's own text).
+        """
         loc = self.rt.locale
         name = request.tool_name if isinstance(request, ApprovalRequest | Confirmation) else ""
         if not self._can_elicit(ctx):
@@ -320,7 +345,7 @@ class McpApp:
             return Approval.deny(fallback_reason(request, loc), source=source)
         try:
             answer = await ctx.session.elicit_form(
-                approval_message(request, loc),
+                message or approval_message(request, loc),
                 _EMPTY_FORM,
                 related_request_id=ctx.request_id,
             )
@@ -332,6 +357,14 @@ class McpApp:
             return Approval.allow_once()
         key = "declined" if answer.action == "decline" else "dismissed"
         return Approval.deny(say(loc, key, name=name))
+
+    def _asker(self, ctx: Ctx) -> Ask:
+        """Asks this request's client, with the message given (a restore's own question)."""
+
+        async def ask(question: Question, message: str) -> Approval:
+            return await self._ask(ctx, question, message)
+
+        return ask
 
     @staticmethod
     def _can_elicit(ctx: Ctx) -> bool:

@@ -2,14 +2,17 @@
 
 Pure functions over JSON dicts (no SDK import), so every payload can be snapshot-tested and
 the SDK is loaded only when a server actually starts. Texts a model or a user reads come in
-English and Chinese.
+English and Chinese. The checkpoint tools' entries, the question a restore puts to the user and
+their results (`serve(offer_restore=True)`) are here too.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime, tzinfo
 from typing import Any
 
 from .. import (
@@ -28,19 +31,30 @@ from .. import (
     ToolResult,
     WritePath,
 )
-from .._contract import part_to_json
+from .._contract import ErrorCode, part_to_json
 from .._i18n import render
 from ..permissions import rules_to_allow
+from ..sandbox import Checkpoint, Restored, RestorePlan
 
 __all__ = [
     "CATALOG",
+    "CHECKPOINTS_META_KEY",
+    "CHECKPOINT_TOOLS",
+    "LIST_CHECKPOINTS",
+    "RESTORE_CHECKPOINT",
+    "RESTORE_META_KEY",
     "RESULT_META_KEY",
     "approval_message",
     "call_result",
+    "checkpoint_tool_entries",
+    "checkpoints_result",
     "content_block",
     "deferred_note",
     "fallback_reason",
     "progress_text",
+    "restore_question",
+    "restore_refused",
+    "restore_result",
     "say",
     "title",
     "tool_annotations",
@@ -50,7 +64,18 @@ __all__ = [
 RESULT_META_KEY = "handrail/result"
 """The `_meta` key of a call result that carries handrail's machine-readable outcome."""
 
+CHECKPOINTS_META_KEY = "handrail/checkpoints"
+"""The `_meta` key of a `list_checkpoints` result: the checkpoints as data."""
+RESTORE_META_KEY = "handrail/restore"
+"""The `_meta` key of a `restore_checkpoint` result: what the restore did, as data."""
+LIST_CHECKPOINTS = "list_checkpoints"
+RESTORE_CHECKPOINT = "restore_checkpoint"
+CHECKPOINT_TOOLS = frozenset({LIST_CHECKPOINTS, RESTORE_CHECKPOINT})
+"""The tools `serve(offer_restore=True)` adds: answered by the server, not the registry."""
+
 _OPEN_WORLD_KINDS = frozenset({ToolKind.FETCH, ToolKind.EXECUTE, ToolKind.OTHER})
+_NAMES_SHOWN = 10
+"""Paths a line, a question or a result names before "and N more"."""
 _PROGRESS_CHARS = 200
 _ARGS_CHARS = 500
 
@@ -89,6 +114,62 @@ CATALOG: dict[str, dict[str, str]] = {
             "More tools exist but are not listed yet. To use one, call tool_search with query "
             '"select:<name>" (or keywords), then call it. Not yet listed: {names}.'
         ),
+        "cp_none": (
+            "This session has no checkpoints yet: one is taken before each call that changes "
+            "files (a file edit, a shell command), once that call has changed something."
+        ),
+        "cp_head": (
+            "Checkpoints of this session, oldest first. Each is the state of the files just "
+            "before the call it names; restore_checkpoint with its id puts the files back as "
+            "they were then (the user is asked to confirm)."
+        ),
+        "cp_line": "{id}. {when}, before {label}; changed after it: {paths}",
+        "cp_outside": " (changed outside this session: {paths})",
+        "when": "{time}, {ago} ago",
+        "secs": "{n} s",
+        "mins": "{n} min",
+        "hours": "{n} h",
+        "days": "{n} d",
+        "more": "{names} and {count} more",
+        "list_sep": ", ",
+        "restore_ask": (
+            "handrail: restore the files to checkpoint {id} ({when}, before {label})?\n"
+            "It puts {count} path(s) back as they were then: {paths}."
+        ),
+        "restore_ask_scope": "Only under: {paths}.",
+        "restore_ask_outside": (
+            "Changed outside this session since (by hand or by another program); those changes "
+            "would be lost: {paths}."
+        ),
+        "restore_ask_not_kept": "These cannot be put back and are left as they are: {items}.",
+        "restore_ask_end": (
+            "The MCP client's model asked for this restore. Accept restores the files (the "
+            "restore can be undone); decline changes nothing."
+        ),
+        "why": "{path} ({why})",
+        "restored": (
+            "Restored checkpoint {id}: {count} path(s) are back as they were then: {paths}."
+        ),
+        "restored_overwrote": (
+            "The user agreed to overwrite changes made outside this session to: {paths}."
+        ),
+        "restored_left": "Left as they are: {items}.",
+        "restored_undo": (
+            "To undo this restore, restore checkpoint {undo}. Read a restored file again "
+            "before you edit it."
+        ),
+        "restore_nothing": "Nothing to restore: the files already match checkpoint {id}.",
+        "restore_nothing_under": (
+            "Nothing to restore: the files under {paths} already match checkpoint {id}."
+        ),
+        "restore_not_done": "Nothing was restored: {reason}.",
+        "restore_cannot_ask": (
+            "restoring needs the user's confirmation, and this MCP client cannot ask its user "
+            "(it does not support elicitation)"
+        ),
+        "restore_unknown": (
+            "there is no checkpoint {id} in this session; list_checkpoints shows the ones there are"
+        ),
     },
     "zh": {
         "ask_fallback": (
@@ -123,6 +204,47 @@ CATALOG: dict[str, dict[str, str]] = {
             '还有一些工具尚未列出。要使用其中一个，请先用查询 "select:<名称>"（或关键词）'
             "调用 tool_search，然后再调用它。尚未列出的工具：{names}。"
         ),
+        "cp_none": (
+            "本会话还没有检查点:每次会修改文件的调用(编辑文件、shell 命令)之前都会记录一个,"
+            "前提是该调用确实改动了内容。"
+        ),
+        "cp_head": (
+            "本会话的检查点,从旧到新。每个检查点是其所列调用执行之前的文件状态;"
+            "用 restore_checkpoint 加上其编号,可把文件恢复到当时的样子(会先请用户确认)。"
+        ),
+        "cp_line": "{id}. {when},在 {label} 之前;之后改动了:{paths}",
+        "cp_outside": "(在本会话之外改动的:{paths})",
+        "when": "{time},{ago}前",
+        "secs": "{n} 秒",
+        "mins": "{n} 分钟",
+        "hours": "{n} 小时",
+        "days": "{n} 天",
+        "more": "{names} 等另外 {count} 个",
+        "list_sep": "、",
+        "restore_ask": (
+            "handrail:把文件恢复到检查点 {id}({when},在 {label} 之前)吗?\n"
+            "将有 {count} 个路径恢复为当时的样子:{paths}。"
+        ),
+        "restore_ask_scope": "仅限:{paths}。",
+        "restore_ask_outside": (
+            "以下路径此后在本会话之外被改动过(手动或由其他程序),这些改动将会丢失:{paths}。"
+        ),
+        "restore_ask_not_kept": "以下路径无法恢复,将保持原样:{items}。",
+        "restore_ask_end": (
+            "这次恢复是 MCP 客户端的模型请求的。接受则恢复文件(恢复可以撤销);拒绝则不做任何改动。"
+        ),
+        "why": "{path}({why})",
+        "restored": "已恢复到检查点 {id}:{count} 个路径已恢复为当时的样子:{paths}。",
+        "restored_overwrote": "用户同意覆盖在本会话之外对以下路径所做的改动:{paths}。",
+        "restored_left": "保持原样:{items}。",
+        "restored_undo": "要撤销这次恢复,请恢复检查点 {undo}。编辑已恢复的文件之前,请重新读取它。",
+        "restore_nothing": "无需恢复:文件已与检查点 {id} 一致。",
+        "restore_nothing_under": "无需恢复:{paths} 下的文件已与检查点 {id} 一致。",
+        "restore_not_done": "没有恢复任何内容:{reason}。",
+        "restore_cannot_ask": (
+            "恢复需要用户确认,但这个 MCP 客户端无法询问用户(它不支持 elicitation)"
+        ),
+        "restore_unknown": "本会话中没有检查点 {id};用 list_checkpoints 查看现有的检查点",
     },
 }
 
@@ -300,3 +422,257 @@ def progress_text(event: ProgressEvent) -> str:
         if isinstance(last, str) and last.strip():
             text = last.strip()
     return text if len(text) <= _PROGRESS_CHARS else text[: _PROGRESS_CHARS - 1] + "…"
+
+
+# -- checkpoints (serve(offer_restore=True)) ------------------------------------------------
+
+_LIST_DESCRIPTION = (
+    "List this session's checkpoints, oldest first. A checkpoint is the state of the "
+    "workspace's files just before a call of this session changed them (a file edit, a shell "
+    "command); each shows its id, the call that came next, when, and the files changed after "
+    "it. Read-only. To put files back, call restore_checkpoint with an id: the user is asked "
+    "to confirm every restore."
+)
+_RESTORE_DESCRIPTION = (
+    "Put the workspace's files back as they were at one of this session's checkpoints (see "
+    "list_checkpoints): changed files get their earlier content, deleted ones come back, files "
+    "made since are removed. With `paths`, only those files or folders. The user is asked to "
+    "confirm in their MCP client every time, and nothing changes unless they accept; use it "
+    "when the user wants earlier files back, not to clean up your own mistakes unasked. The "
+    "result says what changed, what was left as it is, and the checkpoint that undoes the "
+    "restore."
+)
+RESTORE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "checkpoint": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "The checkpoint's id, from list_checkpoints.",
+        },
+        "paths": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1},
+            "description": (
+                "Restore only these files or folders (relative to the workspace root). "
+                "Default: every file that differs."
+            ),
+        },
+    },
+    "required": ["checkpoint"],
+    "additionalProperties": False,
+}
+"""The arguments of `restore_checkpoint`."""
+
+
+def checkpoint_tool_entries() -> list[dict[str, Any]]:
+    """The `tools/list` entries of `list_checkpoints` and `restore_checkpoint`."""
+    return [
+        {
+            "name": LIST_CHECKPOINTS,
+            "title": "List checkpoints",
+            "description": _LIST_DESCRIPTION,
+            "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+            "annotations": {
+                "title": "List checkpoints",
+                "readOnlyHint": True,
+                "destructiveHint": False,
+                "idempotentHint": True,
+                "openWorldHint": False,
+            },
+        },
+        {
+            "name": RESTORE_CHECKPOINT,
+            "title": "Restore checkpoint",
+            "description": _RESTORE_DESCRIPTION,
+            "inputSchema": RESTORE_SCHEMA,
+            "annotations": {
+                "title": "Restore checkpoint",
+                "readOnlyHint": False,
+                "destructiveHint": True,
+                "idempotentHint": False,
+                "openWorldHint": False,
+            },
+        },
+    ]
+
+
+def _names(locale: str, paths: Sequence[str]) -> str:
+    sep = say(locale, "list_sep")
+    paths = sorted(paths)
+    shown = sep.join(f"`{p}`" for p in paths[:_NAMES_SHOWN])
+    if len(paths) <= _NAMES_SHOWN:
+        return shown
+    return say(locale, "more", names=shown, count=len(paths) - _NAMES_SHOWN)
+
+
+def _reasons(locale: str, items: Sequence[tuple[str, str]]) -> str:
+    sep = say(locale, "list_sep")
+    shown = sep.join(say(locale, "why", path=f"`{p}`", why=w) for p, w in items[:_NAMES_SHOWN])
+    if len(items) <= _NAMES_SHOWN:
+        return shown
+    return say(locale, "more", names=shown, count=len(items) - _NAMES_SHOWN)
+
+
+def _ago(locale: str, seconds: float) -> str:
+    n = max(0, int(seconds))
+    if n < 60:
+        return say(locale, "secs", n=n)
+    if n < 3600:
+        return say(locale, "mins", n=n // 60)
+    if n < 86400:
+        return say(locale, "hours", n=n // 3600)
+    return say(locale, "days", n=n // 86400)
+
+
+def _when(locale: str, at: float, now: float, tz: tzinfo | None) -> str:
+    moment = datetime.fromtimestamp(at, tz) if tz is not None else datetime.fromtimestamp(at)
+    text = moment.strftime("%Y-%m-%d %H:%M:%S")
+    return say(locale, "when", time=text, ago=_ago(locale, now - at))
+
+
+def _checkpoint_data(cp: Checkpoint) -> dict[str, Any]:
+    return {
+        "id": cp.id,
+        "at": cp.at,
+        "label": cp.label,
+        "tool": cp.tool,
+        "callId": cp.call_id,
+        "changed": list(cp.changed),
+        "outside": list(cp.outside),
+    }
+
+
+def _text_result(text: str, *, key: str, data: Any, summary: str) -> dict[str, Any]:
+    payload = call_result(ToolResult.success(text, summary=summary))
+    payload["_meta"][key] = data
+    return payload
+
+
+def checkpoints_result(
+    checkpoints: Sequence[Checkpoint],
+    locale: str,
+    *,
+    now: float | None = None,
+    tz: tzinfo | None = None,
+) -> dict[str, Any]:
+    """The `list_checkpoints` result: one line per checkpoint, and the data in `_meta`.
+
+    Times are local (`tz` to choose another zone) with how long ago (`now`: default, now).
+    """
+    clock = time.time() if now is None else now
+    if not checkpoints:
+        text = say(locale, "cp_none")
+    else:
+        lines = [say(locale, "cp_head")]
+        for cp in checkpoints:
+            line = say(
+                locale,
+                "cp_line",
+                id=cp.id,
+                when=_when(locale, cp.at, clock, tz),
+                label=f"`{cp.label}`",
+                paths=_names(locale, cp.changed),
+            )
+            if cp.outside:
+                line += say(locale, "cp_outside", paths=_names(locale, cp.outside))
+            lines.append(line)
+        text = "\n".join(lines)
+    data = [_checkpoint_data(cp) for cp in checkpoints]
+    return _text_result(
+        text, key=CHECKPOINTS_META_KEY, data=data, summary=f"{len(checkpoints)} checkpoint(s)"
+    )
+
+
+def restore_question(
+    plan: RestorePlan,
+    checkpoint: Checkpoint,
+    locale: str,
+    *,
+    scope: Sequence[str] | None = None,
+    now: float | None = None,
+    tz: tzinfo | None = None,
+) -> str:
+    """What the user is asked before a restore: what it puts back, overwrites and leaves."""
+    clock = time.time() if now is None else now
+    lines = [
+        say(
+            locale,
+            "restore_ask",
+            id=checkpoint.id,
+            when=_when(locale, checkpoint.at, clock, tz),
+            label=f"`{checkpoint.label}`",
+            count=len(plan.paths),
+            paths=_names(locale, plan.paths),
+        )
+    ]
+    if scope:
+        lines.append(say(locale, "restore_ask_scope", paths=_names(locale, scope)))
+    if plan.outside:
+        lines.append(say(locale, "restore_ask_outside", paths=_names(locale, plan.outside)))
+    if plan.not_kept:
+        lines.append(say(locale, "restore_ask_not_kept", items=_reasons(locale, plan.not_kept)))
+    lines.append(say(locale, "restore_ask_end"))
+    return "\n".join(lines)
+
+
+def _restore_data(restored: Restored) -> dict[str, Any]:
+    return {
+        "checkpoint": restored.checkpoint,
+        "changed": sorted(restored.changed),
+        "overwritten": sorted(restored.overwritten),
+        "left": [{"path": p, "why": w} for p, w in restored.left],
+        "undo": restored.undo,
+        "refused": restored.refused,
+    }
+
+
+def restore_result(
+    restored: Restored, locale: str, *, scope: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The `restore_checkpoint` result once the user agreed: what changed, was left, the undo."""
+    if restored.refused is not None:
+        return restore_refused(restored.checkpoint, restored.refused, locale, restored=restored)
+    if not restored.changed and not restored.left:
+        key = "restore_nothing_under" if scope else "restore_nothing"
+        text = say(locale, key, id=restored.checkpoint, paths=_names(locale, scope or ()))
+        return _text_result(
+            text, key=RESTORE_META_KEY, data=_restore_data(restored), summary="nothing to restore"
+        )
+    lines = [
+        say(
+            locale,
+            "restored",
+            id=restored.checkpoint,
+            count=len(restored.changed),
+            paths=_names(locale, restored.changed),
+        )
+    ]
+    if restored.overwritten:
+        lines.append(say(locale, "restored_overwrote", paths=_names(locale, restored.overwritten)))
+    if restored.left:
+        lines.append(say(locale, "restored_left", items=_reasons(locale, restored.left)))
+    if restored.undo is not None:
+        lines.append(say(locale, "restored_undo", undo=restored.undo))
+    return _text_result(
+        "\n".join(lines),
+        key=RESTORE_META_KEY,
+        data=_restore_data(restored),
+        summary=f"restored checkpoint {restored.checkpoint}",
+    )
+
+
+def restore_refused(
+    checkpoint: int, reason: str, locale: str, *, restored: Restored | None = None
+) -> dict[str, Any]:
+    """A restore that changed nothing (declined, nobody to ask, outside changes not agreed)."""
+    result = ToolResult.failure(
+        ErrorCode.PERMISSION_DENIED,
+        say(locale, "restore_not_done", reason=reason.rstrip(".")),
+        summary="not restored",
+    )
+    payload = call_result(result)
+    payload["_meta"][RESTORE_META_KEY] = _restore_data(
+        restored or Restored(checkpoint=checkpoint, undo=None, refused=reason)
+    )
+    return payload

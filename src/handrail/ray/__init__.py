@@ -12,7 +12,8 @@ async with SessionPool(max_sessions_per_host=256) as pool:
 Needs the `ray` extra (`pip install "handrail[ray]"`). Ray places the hosts, supervises them
 and reports their deaths; the calls travel over an authenticated socket each host serves. A
 dead host is `SESSION_LOST`, a host that cannot take a call `BACKEND_UNAVAILABLE`: results,
-never exceptions. The README's "Many sessions on a Ray cluster" shows the whole API.
+never exceptions. A session's checkpoints are kept in its host (`RemoteRuntime.checkpoints`,
+`restore_plan`, `restore`). The README's "Many sessions on a Ray cluster" shows the whole API.
 """
 
 from __future__ import annotations

@@ -6,6 +6,11 @@ a call is `BACKEND_UNAVAILABLE`. Only calls of tools that are read-only and conc
 whatever their input are ever sent twice, and only after `BACKEND_UNAVAILABLE` with
 `executed: "no"`.
 
+Checkpoints are kept in the host (`keeps_checkpoints`); `checkpoints`, `restore_plan` and
+`restore` run there and answer the same plain data as `Runtime`'s. They are a person's (or a
+driver's) operations, not calls: a lost session or a failing host raises `ConfigurationError`,
+an unknown checkpoint `KeyError`.
+
 Deadlines: each call is awaited for the tool's own time limit plus a margin (the host stops the
 tool at its limit; the margin covers the trip). Past that, the client asks the host to cancel
 the call (its result becomes CANCELLED) and waits a grace period; a host that answers neither
@@ -15,7 +20,7 @@ the call nor a ping through Ray is stuck and is ended, so nothing waits forever.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -33,8 +38,9 @@ from .._registry import Registry
 from .._tool import Tool
 from ..errors import ConfigurationError
 from ..runtime import Batch
+from ..sandbox import Checkpoint, Restored, RestorePlan
 from . import _failures
-from ._host import ToolSpec
+from ._host import CheckpointRefusal, ToolSpec
 from ._stream import RemoteBatch, RemoteStream
 
 if TYPE_CHECKING:
@@ -44,6 +50,8 @@ __all__ = ["RemoteRuntime", "stand_in"]
 
 DEFAULT_BACKSTOP = 3600.0
 """Seconds a call with no time limit of its own may take before the client steps in."""
+RESTORE_BACKSTOP = 600.0
+"""Seconds a restore (or its plan, which may look at every file) may take in the host."""
 
 
 def _never_run_here(args: Any) -> Any:
@@ -84,7 +92,9 @@ class RemoteRuntime:
     and `usage_notes()` come from stand-ins built from the host's tool data, kept in step
     with the session's mode and activated tools; `take_notices()` is a coroutine; an inline
     `approver` cannot cross processes, so calls that need approval end as `Interrupted` and
-    `resume` (or `call(..., approval=...)`) answers them in the host.
+    `resume` (or `call(..., approval=...)`) answers them in the host; `restore` cannot ask
+    either, so files changed outside the session are overwritten only with
+    `overwrite_outside=True` (look at `restore_plan` first).
     """
 
     def __init__(
@@ -105,6 +115,8 @@ class RemoteRuntime:
         """The workspace root, a path on the host's node."""
         self.locale: str = info.get("locale", "en")
         self.default_timeout: float | None = info.get("default_timeout")
+        self.keeps_checkpoints: bool = bool(info.get("checkpoints", False))
+        """Does the host keep this session's checkpoints (`open(checkpoints=False)`: no)?"""
         specs: list[ToolSpec] = list(info.get("tools", ()))
         # The search over deferred tools is the registry's own: the local one offers the same.
         self.registry = Registry([stand_in(s) for s in specs if s.name != "tool_search"])
@@ -276,14 +288,14 @@ class RemoteRuntime:
             return Preflight(verdict="refuse", call=call, tool_name=name, refusal=outcome)
         return outcome
 
-    async def _control(self, op: str, args: tuple[Any, ...]) -> Any:
+    async def _control(self, op: str, args: tuple[Any, ...], *, seconds: float = 60.0) -> Any:
         # A session operation that is not a call; a host-side failure is a result here too.
         assert self._link is not None
         try:
             outcome = await self._link.exchange(
                 op,
                 args,
-                backstop=self._margin + 60.0,
+                backstop=self._margin + seconds,
                 cancel=None,
                 call_id="",
                 tool_name="",
@@ -407,8 +419,73 @@ class RemoteRuntime:
             return []
         return [str(v) for v in cast(list[object], value)]
 
+    # -- checkpoints (kept in the host) -------------------------------------------------------
+
+    async def checkpoints(self) -> list[Checkpoint]:
+        """The session's checkpoints, oldest first (see `Runtime.checkpoints`).
+
+        Raises `ConfigurationError` when the session keeps none, is lost, or its host fails.
+        """
+        value = await self._checkpoint_op("checkpoints", ())
+        return list(cast(list[Checkpoint], value))
+
+    async def restore_plan(
+        self, checkpoint: int, paths: Iterable[str] | None = None
+    ) -> RestorePlan:
+        """What `restore` would change, changing nothing (see `Runtime.restore_plan`).
+
+        `RestorePlan.outside` names the files changed outside the session since the checkpoint
+        (by hand, a background job): `restore` overwrites them only when told to.
+        """
+        chosen = list(paths) if paths is not None else None
+        value = await self._checkpoint_op(
+            "restore_plan", (checkpoint, chosen), seconds=RESTORE_BACKSTOP
+        )
+        return cast(RestorePlan, value)
+
+    async def restore(
+        self,
+        checkpoint: int,
+        paths: Iterable[str] | None = None,
+        *,
+        overwrite_outside: bool = False,
+    ) -> Restored:
+        """Put the session's files back as they were at `checkpoint`, in the host.
+
+        As `Runtime.restore`, with nobody to ask: files changed outside the session since the
+        checkpoint make it `refused` (naming them) unless `overwrite_outside` is true. The
+        restore is recorded: `restore(result.undo)` takes it back.
+
+        Raises `KeyError` for an unknown checkpoint, `ConfigurationError` when the session
+        keeps no checkpoints, is lost, or its host fails.
+        """
+        chosen = list(paths) if paths is not None else None
+        value = await self._checkpoint_op(
+            "restore", (checkpoint, chosen, overwrite_outside), seconds=RESTORE_BACKSTOP
+        )
+        return cast(Restored, value)
+
+    async def _checkpoint_op(
+        self, op: str, args: tuple[Any, ...], *, seconds: float = 60.0
+    ) -> object:
+        lost = self.lost
+        if lost is None:
+            value = await self._control(op, (self.session_id, *args), seconds=seconds)
+        else:
+            value = lost
+        if isinstance(value, ToolResult):
+            raise ConfigurationError(f"{op}: {value.content}")
+        if isinstance(value, CheckpointRefusal):
+            if value.unknown:
+                raise KeyError(value.message)
+            raise ConfigurationError(value.message)
+        return value
+
     async def aclose(self) -> None:
-        """End the session in its host: calls cancelled, jobs stopped, workspace removed."""
+        """End the session in its host: calls cancelled, jobs stopped, files removed.
+
+        Its workspace (unless a `PathWorkspace`) and its checkpoints go.
+        """
         if self._closed:
             return
         self._closed = True

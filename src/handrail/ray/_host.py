@@ -12,8 +12,12 @@ What it guarantees:
 * one semaphore of command slots, sized to the host's CPUs, is shared by all its sessions'
   runtimes: a call running a command (an execute tool that is not read-only for its input)
   holds a slot while it runs;
-* everything the host makes lives under its own directory (workspaces, session temp dirs, the
-  socket), which `shutdown` removes and which a sweep removes after a crash.
+* a session keeps checkpoints (unless opened with `checkpoints=False`) in the host's directory,
+  `checkpoints/<session id>/`, hidden from every session's tools and removed with the session:
+  `checkpoints`, `restore_plan` and `restore` answer plain data (`Checkpoint`, `RestorePlan`,
+  `Restored`), or a `CheckpointRefusal` for an unknown checkpoint or a session without them;
+* everything the host makes lives under its own directory (workspaces, session temp dirs,
+  checkpoints, the socket), which `shutdown` removes and which a sweep removes after a crash.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import shutil
 import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -34,12 +38,20 @@ from typing import Any, Literal
 from .._contract import Approval, Interrupted, ToolCall, ToolResult
 from .._registry import Registry
 from .._tool import Tool
+from ..errors import ConfigurationError
 from ..runtime import Batch, Runtime, StreamingExecutor
 from . import _failures
 from ._channel import Connection, Extra, serve_connection
 from ._workspace import Workspace, remove_workspace
 
-__all__ = ["RUNTIME_OPTIONS", "HostConfig", "HostCore", "ToolSpec", "tool_spec"]
+__all__ = [
+    "RUNTIME_OPTIONS",
+    "CheckpointRefusal",
+    "HostConfig",
+    "HostCore",
+    "ToolSpec",
+    "tool_spec",
+]
 
 logger = logging.getLogger("handrail.ray")
 
@@ -58,9 +70,12 @@ RUNTIME_OPTIONS = frozenset(
         "max_concurrency",
         "hidden_paths",
         "hooks",
+        "checkpoints",
     }
 )
-"""`Runtime` arguments a session may set (the rest belong to the host)."""
+"""`Runtime` arguments a session may set (the rest belong to the host).
+
+`checkpoints` defaults to True in a host (a `Runtime`'s own default is False)."""
 
 _GONE_KEPT = 65_536  # sessions remembered as closed/expired, so late calls answer SESSION_LOST
 
@@ -102,6 +117,15 @@ class ToolSpec:
     providers: tuple[str, ...] | None
     deferred: bool
     output_schema: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRefusal:
+    """A checkpoint operation the host could not do: the client raises from it."""
+
+    unknown: bool
+    """True: no such checkpoint (`KeyError`); False: the session keeps none."""
+    message: str
 
 
 def _fixed(flag: object) -> bool | None:
@@ -185,6 +209,9 @@ class HostCore:
             "time_left": self.time_left,
             "discard": self.discard,
             "notices": self.notices,
+            "checkpoints": self.checkpoints,
+            "restore_plan": self.restore_plan,
+            "restore": self.restore,
             "submit": self.submit,
             "close_stream": self.close_stream,
             "cancel_stream": self.cancel_stream,
@@ -199,6 +226,7 @@ class HostCore:
         self.base.mkdir(parents=True, exist_ok=True, mode=0o700)
         (self.base / "tmp").mkdir(exist_ok=True, mode=0o700)
         (self.base / "ws").mkdir(exist_ok=True, mode=0o700)
+        (self.base / "checkpoints").mkdir(exist_ok=True, mode=0o700)
         # Session temp dirs and spill files go under the host's directory: a sweep after a
         # crash finds them there. The host is its own process, so this is its own setting.
         self._tempdir_before = tempfile.tempdir
@@ -293,10 +321,23 @@ class HostCore:
         self._opening_ids.add(sid)
         dest = self.base / "ws" / sid
         root: Path | None = None
+        settings = dict(options)
+        keep = bool(settings.pop("checkpoints", True))
+        # No session's tools may read any session's kept contents.
+        hidden = (*settings.pop("hidden_paths", ()), self.base / "checkpoints")
         try:
             root = await asyncio.to_thread(workspace.make, dest, self.cache)
             tools = self.config.tools(root)
-            rt = Runtime(tools, root=root, command_slots=self.slots, **options)
+            # Checkpoints in the host's directory, not the node's state folder: they go with
+            # the session (its workspace goes too), and a sweep finds them after a crash.
+            rt = Runtime(
+                tools,
+                root=root,
+                command_slots=self.slots,
+                hidden_paths=hidden,
+                checkpoints=self._checkpoint_folder(sid) if keep else False,
+                **settings,
+            )
         except BaseException:
             if root is not None and workspace.owned:
                 await asyncio.to_thread(remove_workspace, root)
@@ -329,7 +370,11 @@ class HostCore:
             "state": live.shown,
             "locale": rt.locale,
             "default_timeout": rt.default_timeout,
+            "checkpoints": rt.keeps_checkpoints,
         }
+
+    def _checkpoint_folder(self, sid: str) -> Path:
+        return self.base / "checkpoints" / sid
 
     async def close(self, sid: str) -> bool:
         """End a session (its calls cancelled, jobs stopped, workspace removed)."""
@@ -367,6 +412,9 @@ class HostCore:
                 await asyncio.to_thread(remove_workspace, live.root)
             except OSError:  # a tool thread may still be writing; the host's sweep gets it
                 logger.exception("removing the workspace of session %s", live.sid)
+        await asyncio.to_thread(
+            shutil.rmtree, self._checkpoint_folder(live.sid), ignore_errors=True
+        )
 
     async def _reap(self) -> None:
         while True:
@@ -509,6 +557,40 @@ class HostCore:
         """The session's notices since the last look (None: the session is gone)."""
         live = self.sessions.get(sid)
         return None if live is None else live.rt.session.take_notices()
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    async def _checkpoint_op(self, sid: str, op: Callable[[Runtime], Awaitable[Any]]) -> Any:
+        async def work(live: _Live) -> Any:
+            try:
+                return await op(live.rt)
+            except KeyError as exc:
+                return CheckpointRefusal(True, str(exc.args[0]) if exc.args else "no checkpoint")
+            except ConfigurationError as exc:
+                return CheckpointRefusal(False, str(exc))
+
+        return await self._guarded(sid, "", "", work)
+
+    async def checkpoints(self, sid: str) -> Any:
+        """The session's checkpoints, oldest first (`Runtime.checkpoints`)."""
+
+        async def listed(rt: Runtime) -> Any:
+            return rt.checkpoints()  # on the loop, where the runtime makes a session's record
+
+        return await self._checkpoint_op(sid, listed)
+
+    async def restore_plan(self, sid: str, checkpoint: int, paths: list[str] | None) -> Any:
+        """What restoring would change (`Runtime.restore_plan`)."""
+        return await self._checkpoint_op(sid, lambda rt: rt.restore_plan(checkpoint, paths))
+
+    async def restore(
+        self, sid: str, checkpoint: int, paths: list[str] | None, overwrite_outside: bool
+    ) -> Any:
+        """Put the session's files back (`Runtime.restore`; nobody here to ask)."""
+        return await self._checkpoint_op(
+            sid,
+            lambda rt: rt.restore(checkpoint, paths, overwrite_outside=overwrite_outside),
+        )
 
     # -- streams -----------------------------------------------------------------------------
 

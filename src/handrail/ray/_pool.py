@@ -76,7 +76,11 @@ class SessionPool:
         cache_dir: Node-local cache for workspaces (git mirrors), kept across pools.
         **session_defaults: `Runtime` options for every session (`mode`, `allow`, `ask`,
             `deny`, `settings`, `locale`, `default_timeout`, `max_concurrency`,
-            `hidden_paths`, `hooks`); `open` may override them.
+            `hidden_paths`, `hooks`, `checkpoints`); `open` may override them. Unlike a
+            `Runtime`'s, `checkpoints` defaults to True: a session's checkpoints are kept in
+            its host (`RemoteRuntime.checkpoints`, `restore`) and removed with the session;
+            `checkpoints=False` saves the copy of the workspace a first change makes and about
+            0.3 ms per call that changes files, for rollouts that never restore.
     """
 
     def __init__(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,7 @@ class Checkpointing:
         shared: Checkpoints | None = None,
     ) -> None:
         self.shared = shared
+        self._making = threading.Lock()
         self.folder = folder or checkpoint_folder(root)
         self.write_roots = tuple(write_roots)
         # The state folder itself is never tracked, wherever it is (inside a root, say).
@@ -69,6 +71,13 @@ class Checkpointing:
         """The session's checkpoints (made, or read back from its log, on first use)."""
         if self.shared is not None:
             return self.shared
+        found: Checkpoints | None = session._checkpoints  # pyright: ignore[reportPrivateUsage]
+        if found is not None:
+            return found
+        with self._making:  # hosts ask from threads too: one record per session
+            return self._make(session)
+
+    def _make(self, session: Session) -> Checkpoints:
         found: Checkpoints | None = session._checkpoints  # pyright: ignore[reportPrivateUsage]
         if found is None:
             found = Checkpoints(

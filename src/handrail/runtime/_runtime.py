@@ -110,7 +110,8 @@ class Runtime:
         checkpoints: Take a checkpoint of the write roots before every call that can change
             files (shell commands included), so `restore` can put them back. Kept in
             handrail's private state folder (`checkpoints/<workspace>/`), one log per session,
-            contents shared by the workspace's sessions. A `Checkpoints` (another runtime's
+            contents shared by the workspace's sessions. A folder keeps them there instead
+            (a host that removes them with its sessions). A `Checkpoints` (another runtime's
             `session_checkpoints()`) records into that session instead: a sub-agent's changes
             are its parent's. Default: off (the CLI turns it on).
 
@@ -145,7 +146,7 @@ class Runtime:
         on_progress: ProgressFunc | None = None,
         hidden_paths: Iterable[str | Path] = (),
         command_slots: asyncio.Semaphore | None = None,
-        checkpoints: bool | Checkpoints = False,
+        checkpoints: bool | Path | Checkpoints = False,
     ) -> None:
         self.root = (
             Path(resolve_path(str(root), Path.cwd())) if root is not None else Path.cwd().resolve()
@@ -219,6 +220,7 @@ class Runtime:
                 write_roots=writable,
                 skip=pipeline.hidden_paths,
                 shared=checkpoints if isinstance(checkpoints, Checkpoints) else None,
+                folder=Path(checkpoints) if isinstance(checkpoints, str | Path) else None,
             )
         self.prepare = pipeline.prepare
         """Stages 1-3 of one call (`Pipeline.prepare`): the prepared call, or its result."""
