@@ -104,7 +104,7 @@ async def _chat(ns: argparse.Namespace, opts: CommonOptions) -> int:
 
     tools = await load_tool_set(opts)
     try:
-        rt = make_runtime(opts, tools.registry)
+        rt = make_runtime(opts, tools.registry, checkpoints=True)  # for /rewind
         if opts.mode is None and saved is None:
             rt.session.mode = PermissionMode.DEFAULT
         agent = Agent(
@@ -120,7 +120,11 @@ async def _chat(ns: argparse.Namespace, opts: CommonOptions) -> int:
             if own:
                 rt.session.id = saved.id
                 agent.session_id = saved.id
-            agent.restore(saved.messages, saved.state if own else None)
+            agent.restore(
+                saved.messages,
+                saved.state if own else None,
+                prompts=saved.prompts if own else None,  # what /rewind goes back to
+            )
             if opts.mode is not None:
                 rt.session.mode = PermissionMode(opts.mode)
         ascii_only = ns.ascii or os.environ.get("HANDRAIL_ASCII") == "1" or not _utf8()

@@ -133,9 +133,17 @@ def common_options(ns: argparse.Namespace) -> CommonOptions:
 
 
 def make_runtime(
-    opts: CommonOptions, registry: Registry, approver: Approver | None = None
+    opts: CommonOptions,
+    registry: Registry,
+    approver: Approver | None = None,
+    *,
+    checkpoints: bool = False,
 ) -> Runtime:
-    """A runtime over `registry` with the options' root, mode, rules and settings."""
+    """A runtime over `registry` with the options' root, mode, rules and settings.
+
+    `checkpoints`: record the workspace before every call that can change files, so that the
+    session can be rewound (`run` and `chat`; a one-shot `call` keeps none).
+    """
     return Runtime(
         registry,
         root=opts.root,
@@ -146,6 +154,7 @@ def make_runtime(
         settings=opts.settings,
         load_settings=opts.load_settings,
         approver=approver,
+        checkpoints=checkpoints,
     )
 
 

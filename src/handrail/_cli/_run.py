@@ -8,9 +8,17 @@ terminal and the output is text: then the terminal asks, with the choices and ke
 `handrail chat`. Ctrl-C interrupts the run (every started call still gets a result, and the
 session can be resumed); a second Ctrl-C quits.
 
-Exit status: 0 success, 1 model or runtime error, 2 usage error, 53 turn limit reached,
-54 budget spent, 130 interrupted, 143 terminated. A replay exits 0 when every tool result
-matches the recording and 1 when some differ.
+A run keeps checkpoints of the workspace (a replay, or a fresh run with `--no-save`, keeps
+none), so a saved session can go back:
+`--resume ID --rewind N` puts the files and the conversation back to where prompt N began
+before the new prompt runs (`--rewind-only` picks one of the two), and `--fork` carries on in a
+new session, leaving the old one as it was. A rewind that would overwrite files changed outside
+the session stops before any model request, unless `--rewind-overwrite` (or, on a terminal,
+the person) says yes.
+
+Exit status: 0 success, 1 model or runtime error (or a refused rewind), 2 usage error, 53 turn
+limit reached, 54 budget spent, 130 interrupted, 143 terminated. A replay exits 0 when every
+tool result matches the recording and 1 when some differ.
 """
 
 from __future__ import annotations
@@ -22,11 +30,13 @@ import json
 import os
 import signal
 import sys
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .._context import PermissionMode
+from .._contract import Approval, Confirmation, Question
 from ..display import terminal_text
 from ._common import CliError, CommonOptions, json_text, load_tool_set, make_runtime
 
@@ -54,8 +64,23 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
         "run",
         help="run the agent headless on one prompt and print its answer",
         description="Run the agent on one prompt without a terminal UI: the model works with "
-        "the coding tools until it answers. Exit status: 0 success, 1 model or runtime error, "
-        "2 usage error, 53 turn limit, 54 budget spent, 130 interrupted.",
+        "the coding tools until it answers. Exit status: 0 success, 1 model or runtime error "
+        "(or a refused --rewind), 2 usage error, 53 turn limit, 54 budget spent, 130 "
+        "interrupted.",
+        epilog="examples:\n"
+        '  handrail run "Fix the failing test" --model anthropic:claude-sonnet-4-5\n'
+        '  handrail run --continue "Now add a test for it"\n'
+        "  # go back to where prompt 2 of a session began (files and conversation), then\n"
+        "  # carry on from there with a new prompt:\n"
+        '  handrail run --resume 3f2a91c0 --rewind 2 "Do it without the cache"\n'
+        "  # the same in a new session, the old one kept as it is:\n"
+        '  handrail run --resume 3f2a91c0 --rewind 2 --fork "Try the other approach"\n'
+        "  # only the conversation (the files stay), or only the files:\n"
+        '  handrail run --resume 3f2a91c0 --rewind 2 --rewind-only conversation "..."\n'
+        "\n"
+        "Prompts are numbered from 1 in the order they were sent (/rewind lists them in "
+        "handrail chat).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("prompt", nargs="?", help="the task (default: read from stdin)")
     add_model_options(parser)
@@ -76,7 +101,41 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
         "where the results now differ (no model needed)",
     )
     parser.add_argument("--no-save", action="store_true", help="do not write a session transcript")
+    add_rewind_options(parser)
     return parser
+
+
+def add_rewind_options(parser: argparse.ArgumentParser) -> None:
+    """--rewind, --rewind-only, --fork and --rewind-overwrite (run)."""
+    group = parser.add_argument_group("going back in a session (with --resume ID or --continue)")
+    group.add_argument(
+        "--rewind",
+        type=int,
+        metavar="N",
+        help="first go back to where prompt N of the session began (1 is its first prompt): "
+        "the files as that prompt found them, shell commands' changes included, and the "
+        "conversation before it; then PROMPT runs from there",
+    )
+    group.add_argument(
+        "--rewind-only",
+        choices=("code", "conversation"),
+        help="with --rewind: put back only the files (code; the conversation goes on as it "
+        "is) or only the conversation (the files stay as they are)",
+    )
+    group.add_argument(
+        "--fork",
+        action="store_true",
+        help="carry on in a new session, a copy of the resumed one (from prompt N with "
+        "--rewind), and leave the old one as it is; the new id is printed on stderr and is "
+        "the result's session_id",
+    )
+    group.add_argument(
+        "--rewind-overwrite",
+        action="store_true",
+        help="let --rewind overwrite files that were changed outside the session since (by "
+        "hand, by another program); without it such a rewind changes nothing and exits 1 "
+        "naming them (on a terminal with text output, it asks)",
+    )
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -199,6 +258,7 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
     """Run the agent; print as the output format says; return the exit status."""
     from ..agent import Agent, ModelClient, is_own_session
 
+    back = _GoingBack.of(ns)
     prompt = None if ns.replay else _prompt(ns, sys.stdin)
     saved = saved_session(ns, opts.root)
     if not ns.replay and not (prompt or "").strip():
@@ -208,6 +268,7 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
     # A transcript from elsewhere (a checkout, a download) is data, not configuration: its
     # model, base URL and recorded approvals are trusted only from the user's own state folder.
     own = saved is not None and is_own_session(saved.path)
+    back.check(None if ns.replay else saved, own, save=not ns.no_save)
     client: Any
     if ns.replay:
         from ..agent._replay import ReplayModel
@@ -238,9 +299,12 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
     gc.freeze()
     gc.enable()  # paused by the command line while it loaded (`_cli.main`)
     try:
-        rt = make_runtime(opts, tools.registry)
+        # Checkpoints let the session be rewound later; a replay, or a run whose transcript
+        # is not kept (so nothing could rewind it), needs none.
+        keep = not ns.replay and (not ns.no_save or back.code)
+        rt = make_runtime(opts, tools.registry, checkpoints=keep)
         if saved is not None and own and not ns.replay:
-            rt.session.id = saved.id  # carry on in the same transcript
+            rt.session.id = saved.id  # carry on in the same transcript (a fork: its source)
         out = _Output(ns.output_format, sys.stdout, sys.stderr)
         approver: Approver | None = None
         if ns.replay and own:
@@ -264,17 +328,27 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
             max_tokens=ns.max_budget_tokens,
             max_cost_usd=ns.max_budget_usd,
             save=not ns.no_save and not ns.replay,
-            transcript=saved.path if saved is not None and own and not ns.replay else None,
+            transcript=(
+                saved.path
+                if saved is not None and own and not ns.replay and not back.fork
+                else None
+            ),
             agents=not ns.replay,
         )
         if saved is not None and not ns.replay:
             # Only the user's own session brings its state back (mode, files read, session
-            # rules); a file from elsewhere brings only its conversation. An explicit --mode
-            # wins over the saved one.
-            agent.restore(saved.messages, saved.state if own else None)
-            if opts.mode is not None:
-                rt.session.mode = PermissionMode(opts.mode)
+            # rules, the prompts a rewind goes back to); a file from elsewhere brings only its
+            # conversation. An explicit --mode wins over the saved one.
+            agent.restore(
+                saved.messages,
+                saved.state if own else None,
+                prompts=saved.prompts if own else None,
+            )
         try:
+            if saved is not None and back.wanted:
+                await back.go(agent, saved, out, approver)
+            if saved is not None and not ns.replay and opts.mode is not None:
+                rt.session.mode = PermissionMode(opts.mode)
             if ns.replay:
                 assert saved is not None
                 return await _replay(agent, saved, out)
@@ -292,6 +366,122 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
         await tools.aclose()
     out.finish(result)
     return EXIT.get(result.subtype, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class _GoingBack:
+    """What --rewind, --rewind-only, --fork and --rewind-overwrite ask for."""
+
+    turn: int | None
+    only: str | None
+    fork: bool
+    overwrite: bool
+
+    @classmethod
+    def of(cls, ns: argparse.Namespace) -> _GoingBack:
+        # `chat` without a terminal runs as `run` with none of these options.
+        return cls(
+            turn=getattr(ns, "rewind", None),
+            only=getattr(ns, "rewind_only", None),
+            fork=bool(getattr(ns, "fork", False)),
+            overwrite=bool(getattr(ns, "rewind_overwrite", False)),
+        )
+
+    @property
+    def wanted(self) -> bool:
+        return self.turn is not None or self.fork
+
+    @property
+    def code(self) -> bool:
+        return self.turn is not None and self.only != "conversation"
+
+    @property
+    def conversation(self) -> bool:
+        return self.turn is not None and self.only != "code"
+
+    def check(self, saved: SavedSession | None, own: bool, *, save: bool) -> None:
+        """The usage errors, found before anything starts."""
+        if self.only is not None and self.turn is None:
+            raise CliError("--rewind-only goes with --rewind N")
+        if self.overwrite and self.turn is None:
+            raise CliError("--rewind-overwrite goes with --rewind N")
+        if not self.wanted:
+            return
+        if self.fork and not save:
+            raise CliError("--fork makes a new saved session: it does not go with --no-save")
+        flag = "--fork" if self.turn is None else "--rewind"
+        if saved is None:
+            raise CliError(f"{flag} goes with --resume ID or --continue")
+        if not own:
+            raise CliError(f"{saved.path} is not one of your saved sessions: {flag} needs one")
+        if self.turn is not None and not 1 <= self.turn <= len(saved.prompts):
+            count = len(saved.prompts)
+            which = f"1 to {count}" if count > 1 else "1" if count == 1 else "nothing"
+            raise CliError(
+                f"--rewind {self.turn}: session {saved.id} has {count} "
+                f"prompt{'' if count == 1 else 's'} to go back to ({which})"
+            )
+
+    async def go(
+        self, agent: Agent, saved: SavedSession, out: _Output, asker: Approver | None
+    ) -> None:
+        """Fork and rewind as asked, before the prompt runs.
+
+        Raises:
+            CliError: The rewind would overwrite files changed outside the session and nobody
+                said yes (exit 1); nothing was changed.
+        """
+        from ..agent._terminal._rewinding import rewound_lines
+
+        approver: Approver | None = _overwrite_outside if self.overwrite else asker
+        if self.fork:
+            if self.code and approver is None:
+                # A rewind that will be refused must not leave a new session behind.
+                await self._refuse_if_outside(agent)
+            old = agent.session_id
+            new = agent.fork(saved)
+            out.note(f"forked session {old} as {new} (the old one is left as it was)")
+        if self.turn is None:
+            return
+        done = await agent.rewind(
+            self.turn, code=self.code, conversation=self.conversation, approver=approver
+        )
+        if not done.ok:
+            outside = done.restored.overwritten if done.restored is not None else ()
+            message = self._refusal(outside, done.refused or "")
+            if self.fork:  # asked on the terminal after the fork, and the answer was no
+                message += f" (the new session {agent.session_id} was made; nothing ran in it)"
+            raise CliError(message, status=1)
+        undo = f"/rewind undo in `handrail --resume {agent.session_id}`"
+        for line in rewound_lines(done, code=self.code, undo=undo):
+            out.note(line)
+
+    async def _refuse_if_outside(self, agent: Agent) -> None:
+        assert self.turn is not None
+        point = agent.checkpoints()[self.turn - 1].checkpoint
+        if point is None:
+            return
+        plan = await agent.runtime.restore_plan(point)
+        if plan.outside:
+            raise CliError(self._refusal(plan.outside, ""), status=1)
+
+    def _refusal(self, outside: Sequence[str], why: str) -> str:
+        from ..agent._terminal._rewinding import names
+
+        what = names(outside, 10) if outside else why
+        return (
+            f"--rewind {self.turn} would overwrite changes made outside this session to "
+            f"{what}; nothing was changed and nothing was sent to the model. Pass "
+            "--rewind-overwrite to overwrite them, or --rewind-only conversation to leave the "
+            "files as they are"
+        )
+
+
+async def _overwrite_outside(question: Question) -> Approval:
+    """--rewind-overwrite: yes to overwriting files changed outside the session, nothing else."""
+    if isinstance(question, Confirmation) and question.topic == "restore":
+        return Approval.allow_once()
+    return Approval.deny(f"nobody could answer: {question.reason}", source="mode")
 
 
 async def _interruptible(agent: Agent, prompt: str, out: _Output) -> RunResult:

@@ -41,6 +41,7 @@ from ._glyphs import clean, glyphs
 from ._keys import KeyReader
 from ._question import Asking, Choice, answered, choices, pick, refusal, settle
 from ._render import call_block
+from ._rewinding import ATTACHED
 from ._view import CallGroup, TurnView, markdown
 
 if TYPE_CHECKING:
@@ -360,7 +361,7 @@ class ChatApp:
                 )
         if not attached:
             return text
-        return text + "\n\nAttached files:\n\n" + "\n\n".join(attached)
+        return text + ATTACHED + "\n\n".join(attached)
 
     # -- questions ---------------------------------------------------------------------------
 
@@ -409,6 +410,34 @@ class ChatApp:
                 self.console.print(Text(clean(answer.warning, ascii=self.glyphs.ascii), "yellow"))
             self.console.print(answered(question, display, answer, self.glyphs))
             return answer.approval
+
+    async def choose(self, question: Question, options: tuple[Choice, ...]) -> Choice | None:
+        """Ask `question` with `options` at the bottom of the live region; None for Esc.
+
+        For a slash command's own question (`/rewind`), inside `busy` (the keys are read
+        there), with the same keys and look as a run's questions. Outside `busy`, nobody is
+        asked: None.
+        """
+        async with self._one_question:
+            view = self.view
+            if view is None:
+                return None
+            asking = Asking(question, options, self.glyphs)
+            view.flush()
+            view.question = asking
+            self._asking = asking
+            try:
+                self._answer = asyncio.get_running_loop().create_future()
+                picked = await self._answer
+            finally:
+                self._answer = None
+                self._asking = None
+                view.question = None
+            return picked if isinstance(picked, Choice) else None
+
+    def offer(self, text: str) -> None:
+        """Put `text` in the next prompt's input box, to edit and send (or clear)."""
+        self.typeahead = text + self.typeahead
 
     # -- keys during a turn ------------------------------------------------------------------
 

@@ -1,6 +1,8 @@
 """Slash commands of the terminal agent: /help, /clear, /compact, /model, /mode, /tools, ...
 
 Each is a method `cmd_<name>(args)`; it returns an exit status to leave the app, else None.
+A command that asks something (`/rewind`) asks it the way a run's questions are asked: inside
+`ChatApp.busy`, at the bottom of the live region, answered by a key (`ChatApp.choose`).
 """
 
 from __future__ import annotations
@@ -12,10 +14,15 @@ from rich.table import Table
 from rich.text import Text
 
 from ..._context import PermissionMode
+from ..._contract import Approval, Question
 from ...errors import ConfigurationError, HandrailError
+from ...sandbox import Restored
 from .._conversation import UserMessage
+from .._rewind import Rewound, TurnCheckpoint
 from .._sessions import find_session, is_own_session, load_session, recent_sessions
 from ._glyphs import clean
+from ._question import Answer, Choice, answered
+from ._rewinding import first_line, names, restored_lines, rewound_lines, typed_text
 
 if TYPE_CHECKING:
     from ._app import ChatApp
@@ -28,6 +35,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("mode", "[MODE]", "show or change the permission mode"),
     ("tools", "", "the tools the model can call"),
     ("resume", "[ID]", "list this workspace's sessions, or carry one on"),
+    ("rewind", "[N|undo]", "list the prompts, or go back to where prompt N began"),
     ("cost", "", "tokens used and, where prices are known, money"),
     ("expand", "[N]", "show the last (or Nth last) group of calls in full"),
     ("exit", "", "leave (also Ctrl-D)"),
@@ -238,3 +246,134 @@ class Commands:
         self.app.agent.switch_to(saved, own=is_own_session(path))
         self.app.resumed(saved)
         return None
+
+    async def cmd_rewind(self, args: str) -> int | None:
+        """List the prompts; go back to where one began (the files, the conversation, or both)."""
+        if args.lower() == "undo":
+            return await self._undo_rewind()
+        turns = self.app.agent.checkpoints()
+        if not turns:
+            self.say("no prompt to go back to yet", "dim")
+            return None
+        if not args:
+            table = Table.grid(padding=(0, 2))
+            for t in turns:
+                table.add_row(
+                    f"{t.turn}.",
+                    Text(clean(first_line(t.prompt), ascii=self.app.glyphs.ascii)),
+                    Text(
+                        clean(names(t.files), ascii=self.app.glyphs.ascii) if t.files else "-",
+                        style="dim",
+                    ),
+                )
+            self.app.console.print(table)
+            self.say(
+                "go back with /rewind N (then choose: code and conversation, one of them, or "
+                "cancel); /rewind undo takes back the last rewind's file changes",
+                "dim",
+            )
+            return None
+        if not args.isdigit() or not 1 <= int(args) <= len(turns):
+            self.say(f"no prompt {args}: /rewind N takes 1 to {len(turns)}", "yellow")
+            return None
+        view = self.app.new_view()
+        view.status = "Rewinding"
+        done = await self.app.busy(self._rewind(turns[int(args) - 1], turns), view=view)
+        if done is None:
+            return None
+        rewound, code = done
+        if not rewound.ok:
+            self.say(f"nothing was rewound ({rewound.refused})", "yellow")
+            return None
+        for line in rewound_lines(rewound, code=code, undo="/rewind undo"):
+            self.say(line, "dim")
+        if rewound.conversation:
+            self.app.offer(typed_text(rewound.prompt))
+            self.say("its text is back in the input box: edit it and press Enter", "dim")
+        return None
+
+    async def _rewind(
+        self, turn: TurnCheckpoint, turns: list[TurnCheckpoint]
+    ) -> tuple[Rewound, bool] | None:
+        """Ask what to restore, then rewind (None: cancelled)."""
+        app = self.app
+        since: dict[str, None] = {}
+        for later in turns[turn.turn - 1 :]:
+            since.update(dict.fromkeys(later.files))
+        code = app.runtime.keeps_checkpoints and turn.checkpoint is not None
+        changed = (
+            f"Files changed since: {names(list(since))}." if since else "No file changed since."
+        )
+        question = Question(
+            reason=f'Go back to where prompt {turn.turn} began ("{first_line(turn.prompt)}")? '
+            f"{changed}"
+        )
+        options: tuple[Choice, ...] = (
+            (
+                Choice("b", "Restore code and conversation", "yes"),
+                Choice("c", "Restore conversation only (the files stay as they are)", "yes"),
+                Choice("f", "Restore code only (the conversation goes on)", "yes"),
+                REWIND_CANCEL,
+            )
+            if code
+            else (Choice("c", "Restore conversation", "yes"), REWIND_CANCEL)
+        )
+        picked = await app.choose(question, options)
+        said = picked.label if picked is not None and picked.action != "no" else "cancelled"
+        approval = Approval.deny(said) if said == "cancelled" else Approval.allow_once()
+        app.console.print(answered(question, None, Answer(approval, said), app.glyphs))
+        if picked is None or picked.action == "no":
+            return None
+        with_code = picked.key in ("b", "f")
+        done = await app.agent.rewind(
+            turn.turn,
+            code=with_code,
+            conversation=picked.key in ("b", "c"),
+            approver=app.approve,
+        )
+        return done, with_code
+
+    async def _undo_rewind(self) -> int | None:
+        """Put the files back as they were before the last rewind (the conversation stays)."""
+        rt = self.app.runtime
+        restores = (
+            [c for c in rt.checkpoints() if c.tool == "restore"] if rt.keeps_checkpoints else []
+        )
+        if not restores:
+            self.say("no rewind to undo: no file was put back in this session", "dim")
+            return None
+        view = self.app.new_view()
+        view.status = "Undoing"
+        restored = await self.app.busy(self._undo(restores[-1].id), view=view)
+        if restored is None:
+            return None
+        if not restored.ok:
+            self.say(f"nothing was undone ({restored.refused})", "yellow")
+            return None
+        for line in restored_lines(restored):
+            self.say(line, "dim")
+        if restored.undo is not None:
+            self.say("/rewind undo again takes this back", "dim")
+        return None
+
+    async def _undo(self, point: int) -> Restored | None:
+        app = self.app
+        plan = await app.runtime.restore_plan(point)
+        if not plan.paths:
+            return Restored(checkpoint=point, undo=None)
+        question = Question(
+            reason=f"Put the files back as they were before the last rewind? This changes "
+            f"{names(plan.paths)}; the conversation stays as it is"
+        )
+        options = (Choice("y", "Yes", "yes"), REWIND_CANCEL)
+        picked = await app.choose(question, options)
+        said = "yes" if picked is not None and picked.action == "yes" else "cancelled"
+        approval = Approval.allow_once() if said == "yes" else Approval.deny(said)
+        app.console.print(answered(question, None, Answer(approval, said), app.glyphs))
+        if said != "yes":
+            return None
+        return await app.runtime.restore(point, approver=app.approve)
+
+
+REWIND_CANCEL = Choice("n", "Cancel", "no")
+"""The choice that leaves everything as it is (also Esc)."""
