@@ -284,3 +284,25 @@ async def test_a_sub_agents_changes_belong_to_the_parents_prompt(
     assert set(turn.files) == {"a.md", "b.md"}
     done = await agent.rewind(1)
     assert done.ok and tree(workspace) == before
+
+
+async def test_a_new_conversation_has_its_own_checkpoints(
+    server: ModelServer, workspace: Path, client: Any
+) -> None:
+    agent = Agent(client(), runtime(workspace))
+    await three_prompts(server, agent)
+    agent.clear()  # /clear: a new session id, a new record
+    server.push(
+        Reply(tool_calls=[ToolUse("write_file", {"file_path": "b.txt", "content": "b\n"})]),
+        Reply(text="Written."),
+    )
+    async with asyncio.timeout(30):
+        await agent.run("Write b.")
+    (turn,) = agent.checkpoints()
+    assert turn.files == ("b.txt",)
+    now = tree(workspace)
+    done = await agent.rewind(1)
+    # Only the new conversation's change goes back; the old conversation's files stay.
+    assert done.ok and not (workspace / "b.txt").exists()
+    now.pop("b.txt")
+    assert tree(workspace) == now

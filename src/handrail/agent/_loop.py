@@ -822,7 +822,11 @@ class Agent:
             self.recorder.chosen = saved.path
         self.runtime.session.files.clear()
         self.repeats.clear()
-        self.restore(saved.messages, saved.state if own else None, prompts=saved.prompts)
+        # Another user's prompts name checkpoints of a record this session does not have:
+        # their files are taken as they are now.
+        last = last_checkpoint(self)
+        prompts = saved.prompts if own else [replace(m, after=last) for m in saved.prompts]
+        self.restore(saved.messages, saved.state if own else None, prompts=prompts)
 
     def _check_idle(self) -> None:
         if self._task is not None and not self._task.done():

@@ -72,13 +72,18 @@ class Checkpointing:
         if self.shared is not None:
             return self.shared
         found: Checkpoints | None = session._checkpoints  # pyright: ignore[reportPrivateUsage]
-        if found is not None:
+        if found is not None and found.log_path == self.log_of(session.id):
             return found
         with self._making:  # hosts ask from threads too: one record per session
             return self._make(session)
 
     def _make(self, session: Session) -> Checkpoints:
         found: Checkpoints | None = session._checkpoints  # pyright: ignore[reportPrivateUsage]
+        if found is not None and found.log_path != self.log_of(session.id):
+            # The session took another id (a new conversation, a resumed one): its record is
+            # that id's, not the one made for the old id.
+            found.close()
+            found = session._checkpoints = None  # pyright: ignore[reportPrivateUsage]
         if found is None:
             found = Checkpoints(
                 self.write_roots,
