@@ -44,12 +44,17 @@ class ChangeWatch:
         self._paths: dict[int, str] = {}
         self._lost = False
         self._mask = 0
+        self.made: set[str] = set()
+        """The folders made (or moved) in place since the last `changed()`: the one there now is
+        another folder than before, even when it got the same inode number back."""
         module = _inotify()
         if module is None:
             return
         _flags = module.flags
         self._overflow = int(_flags.Q_OVERFLOW)
         self._ignored = int(_flags.IGNORED)
+        self._made_mask = int(_flags.CREATE | _flags.MOVED_TO)
+        self._isdir = int(_flags.ISDIR)
         try:
             self._inotify = module.INotify(nonblocking=True)
         except OSError as exc:  # too many instances (many sessions in one process)
@@ -121,6 +126,7 @@ class ChangeWatch:
         if self._inotify is None:
             return None
         paths: set[str] = set()
+        self.made = set()
         for event in self._drain():
             mask, wd, name = int(event.mask), int(event.wd), str(event.name)
             if mask & self._overflow:
@@ -132,7 +138,10 @@ class ChangeWatch:
                 continue
             if folder is None:
                 continue
-            paths.add(os.path.join(folder, name) if name else folder)
+            path = os.path.join(folder, name) if name else folder
+            paths.add(path)
+            if name and mask & self._isdir and mask & self._made_mask:
+                self.made.add(path)
         if self._lost:
             return None
         return paths

@@ -215,9 +215,11 @@ class Checkpoints:
         with self._lock:
             if turn is not None:  # a sub-agent's calls carry none: they are the parent's turn's
                 self.turn = turn
+            # Changes made outside first: a target changed by hand since the last look is
+            # recorded as such, not taken as its state before this change.
+            self._refresh("outside", None)
             for path in paths:
                 self._note_explicit(os.path.normpath(path))
-            self._refresh("outside", None)
             if self._pending is None:
                 self._pending = _Mark(
                     id=len(self._marks) + 1,
@@ -350,6 +352,7 @@ class Checkpoints:
         if current is not None and path in current:
             return  # tracked already
         self._explicit.add(path)
+        self._write({"t": "x", "p": path})  # a resumed session tracks it too
         if current is not None:
             entry = self._scanner.entry(path, None)
             if entry is not None:
@@ -400,7 +403,8 @@ class Checkpoints:
             old is not None
             and new is not None
             and old.kind == new.kind == "dir"
-            and old.key[3:4] != new.key[3:4]
+            # A folder removed and made again can get its inode number back: the event says so.
+            and (old.key[3:4] != new.key[3:4] or path in self._watch.made)
         )
         if new is None or new.kind != "dir" or old is None or old.kind != "dir" or inode_moved:
             # What was below it is gone or re-made: forget it, and walk what is there now.
@@ -575,6 +579,8 @@ class Checkpoints:
                             tool=rec.get("tool"),
                         )
                     )
+                elif kind == "x":
+                    self._explicit.add(str(rec["p"]))
                 elif kind == "ch" and current is not None:
                     path = str(rec["p"])
                     after = rec.get("b")

@@ -7,7 +7,8 @@ folder handles from the root down with `O_NOFOLLOW`: a folder swapped for a syml
 checkpoint is removed as a link, and nothing is ever written through one. Files are replaced
 atomically (`_atomic.replace_in_dir`). A content the store does not have (too big to keep, or
 an ignored folder's) is never removed or overwritten: that would be a change no later restore
-could undo. It is left as it is and reported.
+could undo. It is left as it is and reported (an ignored folder that must go goes only if it
+is empty). An ignored folder made again comes back empty, with its mode.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import contextlib
 import errno
 import os
 import secrets
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -66,10 +68,6 @@ class _Folders:
         return fd
 
 
-def _unkept(entry: Entry | None) -> bool:
-    return entry is not None and entry.kind in ("unkept", "opaque")
-
-
 def apply_steps(
     steps: Sequence[Step], roots: Sequence[str], content: Callable[[str], bytes | None]
 ) -> tuple[list[str], list[tuple[str, str]]]:
@@ -78,6 +76,7 @@ def apply_steps(
     done: list[str] = []
     left: list[tuple[str, str]] = []
     root_set = set(folders.roots)
+    stayed: set[str] = set()  # could not be removed: nothing is made in their place
 
     def fail(path: str, why: str) -> None:
         left.append((path, why))
@@ -89,9 +88,11 @@ def apply_steps(
             continue
         if step.path in root_set:
             continue
-        if _unkept(now):
-            what = "an ignored folder" if now.kind == "opaque" else "a file too big to keep"
-            fail(step.path, f"{what}, whose contents were never copied: left in place")
+        if now.kind == "unkept":
+            stayed.add(step.path)
+            fail(
+                step.path, "a file too big to keep, whose contents were never copied: left in place"
+            )
             continue
         parent, name = os.path.split(step.path)
         try:
@@ -101,7 +102,20 @@ def apply_steps(
                 fail(step.path, f"cannot reach its folder ({exc.strerror})")
             continue
         try:
-            if now.kind == "dir":
+            if now.kind == "opaque":
+                # Only if empty (rmdir refuses otherwise): its contents were never copied.
+                try:
+                    os.rmdir(name, dir_fd=dfd)
+                except OSError as exc:
+                    if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                        raise
+                    stayed.add(step.path)
+                    fail(
+                        step.path,
+                        "an ignored folder, whose contents were never copied: left in place",
+                    )
+                    continue
+            elif now.kind == "dir":
                 os.rmdir(name, dir_fd=dfd)
             else:
                 os.unlink(name, dir_fd=dfd)
@@ -111,6 +125,7 @@ def apply_steps(
             if want is None:
                 done.append(step.path)
         except OSError as exc:
+            stayed.add(step.path)
             fail(step.path, f"could not remove it ({exc.strerror})")
         finally:
             os.close(dfd)
@@ -121,11 +136,11 @@ def apply_steps(
         want = step.want
         if want is None:
             continue
+        if step.path in stayed:
+            continue  # reported above
         if want.kind == "unkept":
             fail(step.path, "it was too big to keep, so its earlier content cannot come back")
             continue
-        if step.now is not None and _unkept(step.now) and not _replaced_in_place(step.now, want):
-            continue  # reported above
         parent, name = os.path.split(step.path)
         try:
             dfd = folders.open(parent) if step.path not in root_set else -1
@@ -133,13 +148,17 @@ def apply_steps(
             fail(step.path, f"cannot reach its folder ({exc.strerror})")
             continue
         try:
+            if step.now is None and step.path not in root_set and _there(dfd, name, want):
+                # Not recorded, yet there (made where changes are not tracked, say a folder
+                # that a new `.gitignore` rule ignores): its content was never kept.
+                fail(step.path, "something not recorded is there now: left in place")
+                continue
             if want.kind in ("dir", "opaque"):
                 if step.path not in root_set:
                     with contextlib.suppress(FileExistsError):
                         os.mkdir(name, 0o700, dir_fd=dfd)
-                if want.kind == "dir":
-                    dir_modes.append((step.path, want.mode))
-                elif step.now is None:
+                dir_modes.append((step.path, want.mode))
+                if want.kind == "opaque" and step.now is None:
                     fail(
                         step.path,
                         "an ignored folder: made again, empty (its contents were never copied)",
@@ -184,6 +203,15 @@ def apply_steps(
         finally:
             os.close(fd)
     return list(dict.fromkeys(done)), left
+
+
+def _there(dfd: int, name: str, want: Entry) -> bool:
+    """Is something at `name` that making `want` would replace (a folder wanted may stay)?"""
+    try:
+        st = os.lstat(name, dir_fd=dfd)
+    except FileNotFoundError:
+        return False
+    return not (want.kind in ("dir", "opaque") and stat.S_ISDIR(st.st_mode))
 
 
 def _replaced_in_place(now: Entry, want: Entry) -> bool:

@@ -194,18 +194,37 @@ class Scanner:
 
     # -- making entries --------------------------------------------------------------------
 
-    def entry(self, path: str, old: Entry | None) -> Entry | None:
+    def entry(self, path: str, old: Entry | None, *, reached: bool = False) -> Entry | None:
         """The entry for `path` now (None: absent or not a kind kept).
 
-        `old`'s content is reused when its stat key has not moved.
+        `old`'s content is reused when its stat key has not moved. `reached`: the folders on
+        the way were just seen to be real folders (a walk going down).
         """
         try:
+            if not reached and not self._reachable(path):
+                return None  # a folder on the way is a symlink: never followed
             st = os.lstat(path)
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError:
             return old  # unreadable now: keep what was known
         return self.entry_from(path, st, old)
+
+    def _reachable(self, path: str) -> bool:
+        """Is every folder between `path`'s root and `path` a real folder (not a symlink)?
+
+        `lstat` and `O_NOFOLLOW` only refuse a link as the last part: a folder that a command
+        swapped for a link to elsewhere would be read through otherwise. Raises OSError.
+        """
+        root = self.root_of(path)
+        if root is None:
+            return False
+        folder = os.path.dirname(path)
+        while len(folder) > len(root):
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                return False
+            folder = os.path.dirname(folder)
+        return True
 
     def entry_from(self, path: str, st: os.stat_result, old: Entry | None) -> Entry | None:
         mode = st.st_mode
@@ -267,7 +286,13 @@ class Scanner:
         return Entry(kind="file", mode=perms, blob=digest, size=len(data), key=key)
 
     def walk(
-        self, top: str, old: dict[str, Entry], out: dict[str, Entry], folders: list[str]
+        self,
+        top: str,
+        old: dict[str, Entry],
+        out: dict[str, Entry],
+        folders: list[str],
+        *,
+        reached: bool = False,
     ) -> None:
         """Record `top` and everything tracked below it into `out`.
 
@@ -275,7 +300,7 @@ class Scanner:
         """
         if self.skipped(top):
             return
-        entry = self.entry(top, old.get(top))
+        entry = self.entry(top, old.get(top), reached=reached)
         if entry is None:
             return
         out[top] = entry
@@ -286,7 +311,7 @@ class Scanner:
             if self.skipped(path):
                 continue
             if stat.S_ISDIR(st.st_mode):
-                self.walk(path, old, out, folders)
+                self.walk(path, old, out, folders, reached=True)
                 continue
             found = self.entry_from(path, st, old.get(path))
             if found is not None:
