@@ -470,11 +470,11 @@ def test_without_inotify_the_same_changes_are_recorded(
     assert without[0] == with_inotify[0]  # the checkpoints, and what restoring each does
 
 
-def test_a_restore_never_overwrites_what_a_new_ignore_rule_stopped_recording(
+def test_a_folder_recorded_before_a_new_ignore_rule_stays_recorded(
     tmp_path: Path, ws: Path
 ) -> None:
-    """A folder recorded until a `.gitignore` rule ignores it: its later contents were never
-    kept, so a restore leaves them (and says so) rather than overwriting them for good."""
+    """A folder recorded until a `.gitignore` rule ignores it stays recorded (a resume too):
+    its later changes are kept, so a restore can put it back and its undo can bring them."""
     dist = ws / "dist"
     dist.mkdir()
     (dist / "app.js").write_text("v1\n")
@@ -482,10 +482,43 @@ def test_a_restore_never_overwrites_what_a_new_ignore_rule_stopped_recording(
     first, _ = call(cp, "ignore dist", lambda: (ws / ".gitignore").write_text("dist/\n"))
     cp.close()
     again = make(tmp_path, ws)  # resumed: the rule now applies to dist
-    call(again, "build", lambda: (dist / "app.js").write_text("v2, kept nowhere\n"))
+    call(again, "build", lambda: (dist / "app.js").write_text("v2\n"))
     done = again.restore(first, overwrite_outside=True)
-    assert done.ok
-    assert ("dist/app.js", "something not recorded is there now: left in place") in done.left
-    assert (dist / "app.js").read_text() == "v2, kept nowhere\n"
+    assert done.ok and done.left == ()
+    assert (dist / "app.js").read_text() == "v1\n"
     assert not (ws / ".gitignore").exists()
+    assert done.undo is not None
+    assert again.restore(done.undo, overwrite_outside=True).ok
+    assert (dist / "app.js").read_text() == "v2\n"
     again.close()
+
+
+def test_a_folder_no_longer_ignored_is_recorded_from_then_on(tmp_path: Path, ws: Path) -> None:
+    """`.gitignore` drops a rule: the folder's later changes are recorded and restorable."""
+    (ws / ".gitignore").write_text("out/\n")
+    out = ws / "out"
+    out.mkdir()
+    (out / "gen.txt").write_text("v1\n")
+    cp = make(tmp_path, ws)
+    call(cp, "unignore", lambda: (ws / ".gitignore").write_text(""))
+    second, changed = call(cp, "v2", lambda: (out / "gen.txt").write_text("v2\n"))
+    assert "out/gen.txt" in changed
+    call(cp, "v3", lambda: (out / "gen.txt").write_text("v3\n"))
+    assert cp.restore(second).ok
+    assert (out / "gen.txt").read_text() == "v1\n"
+    cp.close()
+
+
+def test_a_write_through_a_hard_link_is_recorded_for_every_name(tmp_path: Path, ws: Path) -> None:
+    (ws / "b.py").write_text("b\n")
+    cp = make(tmp_path, ws)
+    first, changed = call(
+        cp,
+        "link and append",
+        lambda: (os.link(ws / "b.py", ws / "hard.py"), (ws / "hard.py").write_text("b\nmore\n")),
+    )
+    assert set(changed) == {"b.py", "hard.py"}
+    done = cp.restore(first)
+    assert done.ok and done.left == ()
+    assert (ws / "b.py").read_text() == "b\n" and not (ws / "hard.py").exists()
+    cp.close()

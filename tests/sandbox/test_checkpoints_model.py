@@ -392,6 +392,8 @@ def make_workspace(base: Path, git: bool) -> Path:
 
 async def hand_step(root: Path, step: Step) -> None:
     path = root / step.arg
+    if any(p.is_symlink() for p in path.parents if p.is_relative_to(root) and p != root):
+        return  # a person edits the workspace, not what a planted link points at
     with contextlib.suppress(OSError):
         if step.kind == "hand_write":
             path.parent.mkdir(parents=True, exist_ok=True)

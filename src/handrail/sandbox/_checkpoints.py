@@ -349,14 +349,31 @@ class Checkpoints:
         if self._scanner.skipped(path) or path in self._explicit:
             return
         current = self._current
-        if current is not None and path in current:
-            return  # tracked already
+        if current is not None and (path in current or self._covered(path, current)):
+            return  # tracked already, or will be seen where it appears
         self._explicit.add(path)
         self._write({"t": "x", "p": path})  # a resumed session tracks it too
         if current is not None:
             entry = self._scanner.entry(path, None)
             if entry is not None:
                 current[path] = entry  # its state before the change: known, not a change
+
+    def _covered(self, path: str, current: dict[str, Entry]) -> bool:
+        """Is `path` below a tracked folder (so its appearance is seen without help)?
+
+        Only a target inside an ignored folder needs recording on its own.
+        """
+        folder: str = os.path.dirname(path)
+        missing: list[str] = []  # folders the call will make: one may be an ignored one
+        while folder not in current:
+            parent: str = os.path.dirname(folder)
+            if parent == folder or self._scanner.root_of(parent) is None:
+                return False
+            missing.append(folder)
+            folder = parent
+        if current[folder].kind != "dir":
+            return False
+        return not any(self._scanner.opaque(m) for m in missing)
 
     def _refresh(self, source: str, call_id: str | None) -> list[str]:
         """Record what changed since the last look; returns the paths."""
@@ -380,7 +397,31 @@ class Checkpoints:
         else:
             for path in sorted(dirty | self._explicit):
                 self._rescan(path, current, updates)
+            self._rescan_links(current, updates)
         return self._apply(updates, source, call_id)
+
+    def _rescan_links(self, current: dict[str, Entry], updates: dict[str, Entry | None]) -> None:
+        """Look again at the other names of a changed file with hard links.
+
+        A file written through one of its names raises events for that name only.
+        """
+        for path, new in list(updates.items()):
+            if new is None or new.kind != "file" or not new.key:
+                continue
+            try:
+                if os.lstat(path).st_nlink < 2:
+                    continue
+            except OSError:
+                continue
+            inode = new.key[3]
+            same = [
+                other
+                for other, entry in current.items()
+                if other != path and entry.kind == "file" and entry.key[3:4] == (inode,)
+            ]
+            for other in same:
+                if other not in updates:
+                    self._rescan(other, current, updates)
 
     def _rewatch(self, folders: Sequence[str]) -> None:
         self._watch.reset()
@@ -396,7 +437,7 @@ class Checkpoints:
         ):
             return
         if os.path.basename(path) == ".gitignore":
-            self._scanner.forget_rules(os.path.dirname(path))
+            self._rules_changed(os.path.dirname(path), current)
         old = updates[path] if path in updates else current.get(path)
         new = self._scanner.entry(path, old)
         inode_moved = (
@@ -408,10 +449,11 @@ class Checkpoints:
         )
         if new is None or new.kind != "dir" or old is None or old.kind != "dir" or inode_moved:
             # What was below it is gone or re-made: forget it, and walk what is there now.
-            prefix = path.rstrip("/") + "/"
-            for below in [p for p in current if p.startswith(prefix)]:
-                if below not in self._explicit or new is None:
-                    updates.setdefault(below, None)
+            if old is not None and old.kind in ("dir", "opaque"):
+                prefix = path.rstrip("/") + "/"
+                for below in [p for p in current if p.startswith(prefix)]:
+                    if below not in self._explicit or new is None:
+                        updates.setdefault(below, None)
             if new is not None and new.kind == "dir":
                 fresh: dict[str, Entry] = {}
                 folders: list[str] = []
@@ -425,6 +467,27 @@ class Checkpoints:
         elif new.kind == "dir":
             self._watch.watch(path)  # after a rename, its events carry the new name
         updates[path] = new
+
+    def _rules_changed(self, folder: str, current: dict[str, Entry]) -> None:
+        """A `.gitignore` in `folder` changed: look again at the ignored folders below it.
+
+        One no longer ignored is walked and watched from now on; what it holds is known
+        state, not a change (its earlier contents were never kept). A tracked folder newly
+        ignored stays tracked.
+        """
+        self._scanner.forget_rules(folder)
+        prefix = folder.rstrip("/") + "/"
+        for path in [p for p, e in current.items() if e.kind == "opaque" and p.startswith(prefix)]:
+            if path not in current or self._scanner.opaque(path):
+                continue
+            fresh: dict[str, Entry] = {}
+            folders: list[str] = []
+            self._scanner.walk(path, {}, fresh, folders)
+            for below in [p for p in current if p.startswith(path + "/")]:
+                del current[below]  # explicit targets inside: walked again with the rest
+            current.update(fresh)
+            for watched in folders:
+                self._watch.watch(watched)
 
     def _apply(
         self, updates: dict[str, Entry | None], source: str, call_id: str | None

@@ -141,6 +141,7 @@ class Scanner:
         self.roots = tuple(dict.fromkeys(os.path.normpath(r) for r in roots))
         self.store = store
         self.skip = tuple(os.path.normpath(s) for s in skip)
+        self._skip_set = frozenset(self.skip)
         self.max_file_bytes = max_file_bytes
         self.on_unkept = on_unkept
         self._ignore: dict[str, _Ignore] = {}
@@ -159,10 +160,21 @@ class Scanner:
         root = self.root_of(path)
         if root is None:
             return True
-        rel = path[len(root) :].split("/")
-        if any(part in VCS_DIRS for part in rel):
-            return True
-        return any(path == s or path.startswith(s.rstrip("/") + "/") for s in self.skip)
+        skip = self._skip_set
+        part = path
+        # `path` or a folder above it (up to the root) is a VCS folder or a skipped path.
+        while len(part) >= len(root):
+            if part in skip or os.path.basename(part) in VCS_DIRS:
+                return True
+            parent = os.path.dirname(part)
+            if parent == part:
+                break
+            part = parent
+        return False
+
+    def _skipped_child(self, path: str, name: str) -> bool:
+        """`skipped` for an entry of a folder that is not skipped itself (a walk going down)."""
+        return name in VCS_DIRS or path in self._skip_set
 
     def _rules(self, folder: str) -> _Ignore:
         """The ignore rules for `folder`'s children (read once per folder)."""
@@ -233,7 +245,11 @@ class Scanner:
             return old
         perms = stat.S_IMODE(mode) & _MODE_BITS
         if stat.S_ISDIR(mode):
-            kind = "opaque" if self.opaque(path) else "dir"
+            # A folder once tracked stays tracked (a new ignore rule must not make its
+            # recorded contents look deleted); an ignored one is looked at again by the caller
+            # when a `.gitignore` changes.
+            tracked = old is not None and old.kind == "dir"
+            kind = "dir" if tracked or not self.opaque(path) else "opaque"
             return Entry(kind=kind, mode=perms, key=key)
         if stat.S_ISLNK(mode):
             try:
@@ -308,7 +324,7 @@ class Scanner:
             return
         folders.append(top)
         for path, st in _listing(top):
-            if self.skipped(path):
+            if self._skipped_child(path, os.path.basename(path)):
                 continue
             if stat.S_ISDIR(st.st_mode):
                 self.walk(path, old, out, folders, reached=True)
