@@ -197,7 +197,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The main parser, and each subcommand's (whose errors name the subcommand)."""
-    from . import _call, _chat, _run, _serve, _tools, _trust
+    from . import _call, _chat, _run, _serve, _sessions, _tools, _trust
     from ._common import add_common_options
 
     parser = _Parser(
@@ -218,6 +218,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         commands[command.prog.split()[-1]] = command
     # `trust` runs no tool, so it takes no workspace or policy options.
     commands["trust"] = _trust.add_parser(cast("SubParsers", sub))
+    commands["sessions"] = _sessions.add_parser(cast("SubParsers", sub))
     return parser, commands
 
 
@@ -277,6 +278,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from ._trust import run
 
         return run(args)
+    if args.command == "sessions":
+        from ._sessions import run as run_sessions
+
+        return run_sessions(args)
     return _dispatch(args)
 
 
