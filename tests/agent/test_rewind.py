@@ -306,3 +306,21 @@ async def test_a_new_conversation_has_its_own_checkpoints(
     assert done.ok and not (workspace / "b.txt").exists()
     now.pop("b.txt")
     assert tree(workspace) == now
+
+
+async def test_the_workspace_is_recorded_while_the_model_thinks(
+    server: ModelServer, workspace: Path, client: Any
+) -> None:
+    agent = Agent(client(), runtime(workspace))
+    tracker = agent.runtime.session_checkpoints()
+    assert not tracker.started
+    server.push(Reply(text="Nothing to change."))
+    async with asyncio.timeout(30):
+        await agent.run("Just look.")
+    # No call changed anything, yet the tree is being recorded in the background, so the
+    # first change of a later prompt need not walk it.
+    for _ in range(200):  # at most 10 s
+        if tracker.started:
+            break
+        await asyncio.sleep(0.05)
+    assert tracker.started and agent.runtime.checkpoints() == []

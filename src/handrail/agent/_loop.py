@@ -188,6 +188,7 @@ class Agent:
         self._run_approver: Approver | None = None
         self._task: asyncio.Task[Any] | None = None
         self._interrupting = False
+        self._warming: asyncio.Future[None] | None = None
         self._started: dict[str, tuple[ToolCall, float]] = {}
         self.meter = ContextMeter()
         self._no_tools = False
@@ -294,6 +295,7 @@ class Agent:
         t0 = time.monotonic()
         usage0, cost0 = self.budget.usage, self.budget.cost_usd
         self._start()
+        self._warm_checkpoints()
         self._mark_prompt(prompt)
         self._append(UserMessage(text=prompt))
         self.emit(
@@ -766,6 +768,20 @@ class Agent:
             },
         )
 
+    def _warm_checkpoints(self) -> None:
+        """Record the workspace in a thread while the model thinks.
+
+        The run's first change then waits only for what is left of the walk, if anything.
+        """
+        runtime = self.runtime
+        if not runtime.keeps_checkpoints or (self._warming and not self._warming.done()):
+            return
+        tracker = runtime.session_checkpoints()
+        if tracker.started:
+            return
+        self._warming = asyncio.ensure_future(asyncio.to_thread(tracker.start))
+        self._warming.add_done_callback(_log_failure)
+
     def _mark_prompt(self, prompt: str) -> None:
         after = last_checkpoint(self)
         self.prompts.append(
@@ -848,6 +864,11 @@ class Agent:
         if state is not None:
             restore_state(self.runtime.session, state)
         self.meter.forget()
+
+
+def _log_failure(future: asyncio.Future[None]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        logger.error("recording the workspace for checkpoints failed", exc_info=future.exception())
 
 
 def _minus(a: Usage, b: Usage) -> Usage:

@@ -196,6 +196,16 @@ class Checkpoints:
         """Has the workspace been recorded yet?"""
         return self._current is not None
 
+    def start(self) -> None:
+        """Record the workspace now, if not done yet.
+
+        A host does it ahead of the first change, in a thread, so that change does not wait
+        for the whole walk.
+        """
+        with self._lock:
+            if self._current is None:
+                self._baseline()
+
     def begin(
         self,
         label: str,
