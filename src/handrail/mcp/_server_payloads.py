@@ -33,6 +33,7 @@ from .. import (
 )
 from .._contract import ErrorCode, part_to_json
 from .._i18n import render
+from ..display import terminal_text
 from ..permissions import rules_to_allow
 from ..sandbox import Checkpoint, Restored, RestorePlan
 
@@ -497,10 +498,19 @@ def checkpoint_tool_entries() -> list[dict[str, Any]]:
     ]
 
 
+def _code(text: str) -> str:
+    """A path or label in backticks, on one line, nothing in it acting on the reader.
+
+    Names and labels come from the workspace and the model: a name with new lines must not
+    write lines of its own into a question a person answers.
+    """
+    return "`" + terminal_text(text, multiline=False).replace("`", "'") + "`"
+
+
 def _names(locale: str, paths: Sequence[str]) -> str:
     sep = say(locale, "list_sep")
     paths = sorted(paths)
-    shown = sep.join(f"`{p}`" for p in paths[:_NAMES_SHOWN])
+    shown = sep.join(_code(p) for p in paths[:_NAMES_SHOWN])
     if len(paths) <= _NAMES_SHOWN:
         return shown
     return say(locale, "more", names=shown, count=len(paths) - _NAMES_SHOWN)
@@ -508,7 +518,7 @@ def _names(locale: str, paths: Sequence[str]) -> str:
 
 def _reasons(locale: str, items: Sequence[tuple[str, str]]) -> str:
     sep = say(locale, "list_sep")
-    shown = sep.join(say(locale, "why", path=f"`{p}`", why=w) for p, w in items[:_NAMES_SHOWN])
+    shown = sep.join(say(locale, "why", path=_code(p), why=w) for p, w in items[:_NAMES_SHOWN])
     if len(items) <= _NAMES_SHOWN:
         return shown
     return say(locale, "more", names=shown, count=len(items) - _NAMES_SHOWN)
@@ -571,7 +581,7 @@ def checkpoints_result(
                 "cp_line",
                 id=cp.id,
                 when=_when(locale, cp.at, clock, tz),
-                label=f"`{cp.label}`",
+                label=_code(cp.label),
                 paths=_names(locale, cp.changed),
             )
             if cp.outside:
@@ -601,7 +611,7 @@ def restore_question(
             "restore_ask",
             id=checkpoint.id,
             when=_when(locale, checkpoint.at, clock, tz),
-            label=f"`{checkpoint.label}`",
+            label=_code(checkpoint.label),
             count=len(plan.paths),
             paths=_names(locale, plan.paths),
         )

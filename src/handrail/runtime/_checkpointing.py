@@ -17,20 +17,30 @@ import logging
 import os
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._context import Session, ToolContext
-from .._contract import WritePath
+from .._contract import ToolKind, WritePath
 from .._tool import Tool
 from ..sandbox import BlobStore, Checkpoints, checkpoint_folder, resolve_path, state_dir
+from ..sandbox._checkpoint_store import private_folder
 from ..sandbox._checkpoints import MAX_FILE_BYTES, MAX_STORE_BYTES
 
-__all__ = ["Checkpointing"]
+__all__ = ["Checkpointing", "Tracked"]
 
 logger = logging.getLogger("handrail")
 
 _LABEL_KEYS = ("command", "path", "file_path", "url", "name")
+
+
+@dataclass(frozen=True, slots=True)
+class Tracked:
+    """A call being recorded: its session's checkpoints, and the paths it says it changes."""
+
+    tracker: Checkpoints
+    own: tuple[str, ...] | None
 
 
 class Checkpointing:
@@ -115,7 +125,7 @@ class Checkpointing:
             session._checkpoints = None  # pyright: ignore[reportPrivateUsage]
         if not source.is_file() or target.exists():
             return
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_folder(target.parent)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as out:
             out.write(source.read_bytes())
@@ -131,10 +141,13 @@ class Checkpointing:
 
     async def begin(
         self, session: Session, tool: Tool, args: Any, ctx: ToolContext | None, call_id: str
-    ) -> Checkpoints | None:
+    ) -> Tracked | None:
         """Mark the state before the call; None (and a log line) if that failed."""
         tracker = self.of(session)
         paths = _write_paths(tool, args, ctx)
+        # A file tool changes what it names: other changes meanwhile are someone else's. A
+        # command, or a tool that names nothing, may change anything under the roots.
+        own = tuple(paths) if paths and tool.kind is not ToolKind.EXECUTE else None
         label = _label(tool.name, args)
         try:
             await asyncio.to_thread(
@@ -148,14 +161,20 @@ class Checkpointing:
         except Exception:  # a checkpoint that fails must not stop the call
             logger.exception("checkpoint before %s failed", tool.name)
             return None
-        return tracker
+        return Tracked(tracker, own)
 
-    def end(self, session: Session, tracker: Checkpoints, call_id: str) -> None:
-        """Record what the call changed (synchronous: it runs while the call's stage ends)."""
+    async def end(self, session: Session, tracked: Tracked, call_id: str) -> None:
+        """Record what the call changed (in a thread: the loop serves other sessions)."""
+        tracker = tracked.tracker
         try:
-            tracker.end(call_id=call_id)
-        except Exception:
+            await asyncio.to_thread(tracker.end, call_id=call_id, only=tracked.own)
+        except Exception as exc:
             logger.exception("checkpoint after call %s failed", call_id)
+            # The next look compares the whole tree; the person should know meanwhile.
+            session.notify(
+                f"Checkpoints: what call {call_id} changed could not be recorded ({exc}); it "
+                "will be recorded as a change made outside the session."
+            )
             return
         for notice in tracker.take_notices():
             session.notify(notice)

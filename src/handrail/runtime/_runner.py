@@ -35,9 +35,8 @@ from .._contract import (
 from .._tool import Tool
 from ..errors import ToolFailure
 from ..permissions import Hook, Settings
-from ..sandbox import Checkpoints
 from ._calls import Plan, Prepared, ProgressFunc, RunState
-from ._checkpointing import Checkpointing
+from ._checkpointing import Checkpointing, Tracked
 from ._gate import HELD, Hold, gate_of, inner_gate
 from ._hooks import hook_event, run_post_hooks
 from ._messages import say
@@ -156,7 +155,7 @@ class Runner:
         slot: asyncio.Semaphore | None = None
         held: Token[tuple[Hold, ...]] | None = None
         keeper = self.checkpointing
-        tracker: Checkpoints | None = None
+        tracker: Tracked | None = None
         try:
             inside = HELD.get()
             if inside:  # a call made from inside a running call: its holder's child gate
@@ -215,20 +214,23 @@ class Runner:
         finally:
             if timer is not None:
                 timer.cancel()
-            if tracker is not None:
-                assert keeper is not None
-                keeper.end(session, tracker, call.id)
-            if running.get(call.id) is mine:
-                del running[call.id]
-            if slot is not None:
-                slot.release()
-            if entered:
-                gate.leave(shared)
-            if held is not None:
-                try:
-                    HELD.reset(held)
-                except ValueError:  # finalized in another context (an abandoned coroutine)
-                    pass
+            try:
+                if tracker is not None:
+                    assert keeper is not None
+                    # Still inside the gate, so no other change lands in this call's record.
+                    await keeper.end(session, tracker, call.id)
+            finally:  # a cancel during that wait must not keep the gate or the slot held
+                if running.get(call.id) is mine:
+                    del running[call.id]
+                if slot is not None:
+                    slot.release()
+                if entered:
+                    gate.leave(shared)
+                if held is not None:
+                    try:
+                        HELD.reset(held)
+                    except ValueError:  # finalized in another context (an abandoned coroutine)
+                        pass
         if state is None and self._stops:
             state = self._stops.pop(call.id, None)
         if state is not None and state.reason is not None and task is not None:

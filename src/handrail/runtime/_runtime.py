@@ -208,6 +208,8 @@ class Runtime:
                     *hidden_paths,
                     *own_files,
                     *hook_files((*settings.hooks, *hooks), self.root),
+                    # A host's own checkpoint folder: no tool may read or change what it keeps.
+                    *([checkpoints] if isinstance(checkpoints, str | Path) else []),
                 ),
                 base=self.root,
             ),
@@ -426,13 +428,25 @@ class Runtime:
         gate = gate_of(session or self.session)
         await gate.enter(False)  # alone: no call of the session changes files meanwhile
         try:
-            if not overwrite_outside:
+            if overwrite_outside:
+                return await asyncio.to_thread(
+                    tracker.restore, checkpoint, chosen, overwrite_outside=True
+                )
+            agreed: tuple[str, ...] = ()
+            # A file changed outside while the person was answering was not in the question:
+            # it is asked about in turn (a few rounds at most), never overwritten unasked.
+            rounds = 3
+            while True:
+                result = await asyncio.to_thread(
+                    tracker.restore, checkpoint, chosen, overwrite_outside=agreed
+                )
+                rounds -= 1
+                if result.ok or rounds == 0:
+                    return result
                 plan = await asyncio.to_thread(tracker.plan, checkpoint, chosen)
-                if plan.outside:
-                    overwrite_outside = await self._confirm_overwrite(plan, approver)
-            return await asyncio.to_thread(
-                tracker.restore, checkpoint, chosen, overwrite_outside=overwrite_outside
-            )
+                if not plan.outside or not await self._confirm_overwrite(plan, approver):
+                    return result
+                agreed = plan.outside
         finally:
             gate.leave(False)
 

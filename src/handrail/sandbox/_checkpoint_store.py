@@ -17,10 +17,35 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["BlobStore", "StoreFull"]
+__all__ = ["MAX_OBJECTS", "BlobStore", "StoreFull", "private_folder"]
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+MAX_OBJECTS = 250_000
+"""The most contents one store keeps: a command making many small files cannot fill a disk's
+inodes through the store."""
+_BLOCK = 4096
+
+
+def private_folder(path: Path) -> None:
+    """Make `path` and its missing parents, each private to the user (0700)."""
+    missing: list[Path] = []
+    here = path
+    while not here.exists() and here.parent != here:
+        missing.append(here)
+        here = here.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+
+
+def _on_disk(size: int) -> int:
+    """What a content of `size` bytes takes on disk, at least: whole blocks, one at least."""
+    return max(_BLOCK, -(-size // _BLOCK) * _BLOCK)
 
 
 class StoreFull(Exception):
@@ -40,22 +65,25 @@ class BlobStore:
         self.objects = folder / "objects"
         self.max_bytes = max_bytes
         self._size: int | None = None
+        self._count = 0
         self._known: set[str] = set()
 
     def _path(self, digest: str) -> Path:
         return self.objects / digest[:2] / digest[2:]
 
     def size(self) -> int:
-        """Bytes held (counted once per process, then kept up to date)."""
+        """Bytes held on disk (counted once per process, then kept up to date)."""
         if self._size is None:
-            total = 0
+            total = count = 0
             if self.objects.is_dir():
                 for sub in self.objects.iterdir():
                     with contextlib.suppress(OSError):
                         for blob in sub.iterdir():
                             with contextlib.suppress(OSError):
-                                total += blob.lstat().st_size
-            self._size = total
+                                st = blob.lstat()
+                                total += max(st.st_blocks * 512, _on_disk(st.st_size))
+                                count += 1
+            self._size, self._count = total, count
         return self._size
 
     def has(self, digest: str) -> bool:
@@ -70,13 +98,12 @@ class BlobStore:
         """Keep `data` under `digest` (its SHA-256); nothing happens if it is already kept."""
         if self.has(digest):
             return
-        if self.size() + len(data) > self.max_bytes:
+        if self.size() + _on_disk(len(data)) > self.max_bytes:
             raise StoreFull(f"the checkpoint store is full ({self.max_bytes} bytes)")
+        if self._count >= MAX_OBJECTS:
+            raise StoreFull(f"the checkpoint store is full ({MAX_OBJECTS} contents)")
         target = self._path(digest)
-        try:
-            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except FileExistsError:
-            pass
+        private_folder(target.parent)
         tmp = target.parent / f".{digest[2:]}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o600)
         try:
@@ -92,7 +119,8 @@ class BlobStore:
         os.replace(tmp, target)
         self._known.add(digest)
         if self._size is not None:
-            self._size += len(data)
+            self._size += _on_disk(len(data))
+            self._count += 1
 
     def get(self, digest: str) -> bytes | None:
         """The content kept under `digest`, or None if it is missing or damaged."""
@@ -130,8 +158,9 @@ class BlobStore:
                         if st.st_mtime > cutoff:
                             continue  # a running session may have kept it a moment ago
                         blob.unlink()
-                        freed += st.st_size
+                        freed += max(st.st_blocks * 512, _on_disk(st.st_size))
                         self._known.discard(digest)
+                        self._count = max(0, self._count - 1)
         if self._size is not None:
             self._size = max(0, self._size - freed)
         return freed

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ._change_watch import ChangeWatch
-from ._checkpoint_store import BlobStore
+from ._checkpoint_store import BlobStore, private_folder
 from ._restore_tree import Step, apply_steps
 from ._workspace_state import Entry, Scanner, entry_json, entry_of_json
 
@@ -245,10 +245,22 @@ class Checkpoints:
                 pending.turn, pending.call_id, pending.tool = self.turn, call_id, tool
             return self._pending.id
 
-    def end(self, *, call_id: str | None = None, source: str = "call") -> tuple[str, ...]:
-        """Record what changed since `begin`; returns those paths (relative)."""
+    def end(
+        self,
+        *,
+        call_id: str | None = None,
+        source: str = "call",
+        only: Iterable[str] | None = None,
+    ) -> tuple[str, ...]:
+        """Record what changed since `begin`; returns those paths (relative).
+
+        `only`: the paths the call says it changes (a file tool's targets); a change
+        elsewhere meanwhile is someone else's (a person's edit during the call) and is
+        recorded as made outside the session, so a restore asks before undoing it.
+        """
+        own = None if only is None else tuple(os.path.normpath(p) for p in only)
         with self._lock:
-            return tuple(self._rel(p) for p in self._refresh(source, call_id))
+            return tuple(self._rel(p) for p in self._refresh(source, call_id, own))
 
     def list(self) -> list[Checkpoint]:
         """The checkpoints, oldest first."""
@@ -275,18 +287,29 @@ class Checkpoints:
         checkpoint: int,
         paths: Iterable[str] | None = None,
         *,
-        overwrite_outside: bool = False,
+        overwrite_outside: bool | Iterable[str] = False,
     ) -> Restored:
         """Put the files back as they were at `checkpoint` (only under `paths`, if given).
 
         Files changed outside the session since then are not overwritten unless
-        `overwrite_outside` is true: the result is `refused` and names them. The restore is
-        recorded like any change, behind a checkpoint of its own (`Restored.undo`).
+        `overwrite_outside` is true, or names them (relative paths, as `plan` gave them: a
+        person agreed to those, and a file changed since the question is not among them):
+        otherwise the result is `refused` and names them. The restore is recorded like any
+        change, behind a checkpoint of its own (`Restored.undo`).
         """
+        agreed: set[str] | None = None
+        if not isinstance(overwrite_outside, bool):
+            agreed = set(overwrite_outside)
         with self._lock:
             self._refresh("outside", None)
             steps, outside = self._steps(checkpoint, paths)
-            if outside and not overwrite_outside:
+            unagreed = (
+                []
+                if overwrite_outside is True
+                else [p for p in outside if agreed is None or self._rel(p) not in agreed]
+            )
+            if unagreed:
+                outside = unagreed
                 names = ", ".join(self._rel(p) for p in outside[:10])
                 more = f" and {len(outside) - 10} more" if len(outside) > 10 else ""
                 return Restored(
@@ -385,8 +408,21 @@ class Checkpoints:
             return False
         return not any(self._scanner.opaque(m) for m in missing)
 
-    def _refresh(self, source: str, call_id: str | None) -> list[str]:
-        """Record what changed since the last look; returns the paths."""
+    def _refresh(
+        self, source: str, call_id: str | None, own: tuple[str, ...] | None = None
+    ) -> list[str]:
+        """Record what changed since the last look; returns the paths.
+
+        If the look fails, the next one compares the whole tree: the events it drained are
+        gone, and no change may be dropped with them.
+        """
+        try:
+            return self._look(source, call_id, own)
+        except BaseException:
+            self._watching = False
+            raise
+
+    def _look(self, source: str, call_id: str | None, own: tuple[str, ...] | None) -> list[str]:
         if self._current is None:
             self._baseline()
             return []
@@ -408,7 +444,7 @@ class Checkpoints:
             for path in sorted(dirty | self._explicit):
                 self._rescan(path, current, updates)
             self._rescan_links(current, updates)
-        return self._apply(updates, source, call_id)
+        return self._apply(updates, source, call_id, own)
 
     def _rescan_links(self, current: dict[str, Entry], updates: dict[str, Entry | None]) -> None:
         """Look again at the other names of a changed file with hard links.
@@ -500,7 +536,11 @@ class Checkpoints:
                 self._watch.watch(watched)
 
     def _apply(
-        self, updates: dict[str, Entry | None], source: str, call_id: str | None
+        self,
+        updates: dict[str, Entry | None],
+        source: str,
+        call_id: str | None,
+        own: tuple[str, ...] | None = None,
     ) -> list[str]:
         current = self._current
         assert current is not None
@@ -518,10 +558,14 @@ class Checkpoints:
                 if old is not None and old.same(new):
                     continue  # touched, same content: the new key is kept, nothing recorded
             changed.append(path)
+            # A target, what is below it, or a folder made on the way to it.
+            mine = own is None or any(
+                path == o or path.startswith(o + "/") or o.startswith(path + "/") for o in own
+            )
             records.append(
                 {
                     "t": "ch",
-                    "src": source,
+                    "src": source if mine else "outside",
                     "call": call_id,
                     "p": path,
                     "a": entry_json(old) if old is not None else None,
@@ -547,7 +591,7 @@ class Checkpoints:
             self._write(rec)
             rel = self._rel(rec["p"])
             last.changed.append(rel)
-            if source == "outside":
+            if rec["src"] == "outside":
                 last.outside.append(rel)
         return changed
 
@@ -622,7 +666,7 @@ class Checkpoints:
             return
         log = self._open.log
         if log is None:
-            self.log_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private_folder(self.log_path.parent)
             fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             log = self._open.log = os.fdopen(fd, "a", encoding="utf-8")
         log.write(json.dumps(record, separators=(",", ":")) + "\n")
@@ -640,7 +684,9 @@ class Checkpoints:
                 rec = json.loads(line)
                 kind = rec["t"]
                 if kind == "base":
-                    current = {p: entry_of_json(v) for p, v in rec["entries"].items()}
+                    current = {
+                        p: entry_of_json(v) for p, v in rec["entries"].items() if self._plain(p)
+                    }
                 elif kind == "cp":
                     self._marks.append(
                         _Mark(
@@ -652,9 +698,9 @@ class Checkpoints:
                             tool=rec.get("tool"),
                         )
                     )
-                elif kind == "x":
+                elif kind == "x" and self._plain(rec["p"]):
                     self._explicit.add(str(rec["p"]))
-                elif kind == "ch" and current is not None:
+                elif kind == "ch" and current is not None and self._plain(rec["p"]):
                     path = str(rec["p"])
                     after = rec.get("b")
                     if after is None:
@@ -674,6 +720,20 @@ class Checkpoints:
         self._watching = False
 
     # -- paths -------------------------------------------------------------------------------
+
+    def _plain(self, path: object) -> bool:
+        """Is a path read back from the log one this session could have recorded?
+
+        The log is handrail's private file, but it is read as untrusted input all the same:
+        only a normalised absolute path inside the roots and not skipped is taken.
+        """
+        return (
+            isinstance(path, str)
+            and "\0" not in path
+            and os.path.isabs(path)
+            and os.path.normpath(path) == path
+            and not self._scanner.skipped(path)
+        )
 
     def _rel(self, path: str) -> str:
         root = self.roots[0] if self.roots else ""

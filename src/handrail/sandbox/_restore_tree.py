@@ -21,13 +21,14 @@ import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .._atomic import replace_in_dir
+from .._atomic import replace_in_dir, temp_name
 from ._workspace_state import Entry
 
 __all__ = ["Step", "apply_steps"]
 
 _O_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_PATH = getattr(os, "O_PATH", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,8 @@ class _Folders:
         try:
             rest = folder[len(root) :].strip("/")
             for part in rest.split("/") if rest else ():
+                if part in ("", ".", ".."):  # only plain paths: never a way up and out
+                    raise PermissionError(errno.EACCES, "not a plain path", folder)
                 nxt = os.open(part, _O_DIR | _O_NOFOLLOW, dir_fd=fd)
                 os.close(fd)
                 fd = nxt
@@ -66,6 +69,69 @@ class _Folders:
             os.close(fd)
             raise
         return fd
+
+
+def _move_aside(folders: _Folders, parent: str, name: str) -> str | None:
+    """Rename `name` to a free `name.before-restore-XXXXXX`; its new name, or None."""
+    try:
+        dfd = folders.open(parent)
+    except OSError:
+        return None
+    try:
+        for _ in range(5):
+            aside = f"{name[:200]}.before-restore-{secrets.token_hex(3)}"
+            try:
+                os.stat(aside, dir_fd=dfd, follow_symlinks=False)
+                continue
+            except FileNotFoundError:
+                pass
+            try:
+                os.rename(name, aside, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except OSError:
+                return None
+            return os.path.join(parent, aside)
+        return None
+    finally:
+        os.close(dfd)
+
+
+def _open_up(folders: _Folders, steps: Sequence[Step], roots: set[str]) -> list[tuple[str, int]]:
+    """Give the owner rwx on every folder the restore goes through.
+
+    A `chmod 000` cannot keep a restore out. Returns the (folder, mode) pairs to put back.
+    """
+    wanted: set[str] = set()
+    for step in steps:
+        folder = os.path.dirname(step.path)
+        while folder not in wanted and folder not in roots and os.path.dirname(folder) != folder:
+            wanted.add(folder)
+            folder = os.path.dirname(folder)
+        if step.now is not None and step.now.kind in ("dir", "opaque"):
+            wanted.add(step.path)
+    changed: list[tuple[str, int]] = []
+    for folder in sorted(wanted, key=_depth):
+        parent, name = os.path.split(folder)
+        try:
+            dfd = folders.open(parent)
+        except OSError:
+            continue
+        try:
+            fd = os.open(name, _O_PATH | _O_NOFOLLOW | getattr(os, "O_DIRECTORY", 0), dir_fd=dfd)
+        except OSError:
+            continue
+        finally:
+            os.close(dfd)
+        try:
+            mode = stat.S_IMODE(os.fstat(fd).st_mode)
+            if mode & 0o700 != 0o700:
+                # An O_PATH handle is this very folder: the chmod cannot land elsewhere.
+                os.chmod(f"/proc/self/fd/{fd}", mode | 0o700)
+                changed.append((folder, mode))
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return changed
 
 
 def apply_steps(
@@ -81,6 +147,9 @@ def apply_steps(
     def fail(path: str, why: str) -> None:
         left.append((path, why))
 
+    # 0. Folders on the way that the owner cannot enter or write are opened up for the restore.
+    opened = _open_up(folders, steps, root_set) if _O_PATH else []
+
     # 1. Removals, deepest first: what is not wanted, or is wanted as another kind.
     for step in sorted(steps, key=lambda s: _depth(s.path), reverse=True):
         now, want = step.now, step.want
@@ -88,13 +157,26 @@ def apply_steps(
             continue
         if step.path in root_set:
             continue
+        parent, name = os.path.split(step.path)
         if now.kind == "unkept":
+            if want is not None and want.kind in ("file", "link", "dir"):
+                # Its content was never kept, yet a kept one is wanted here: it is moved
+                # aside, not lost, and the kept content goes in its place.
+                aside = _move_aside(folders, parent, name)
+                if aside is not None:
+                    fail(
+                        step.path,
+                        f"what was there could not be kept (too big or unreadable): moved to "
+                        f"{aside}, and the checkpoint's version put back",
+                    )
+                    continue
             stayed.add(step.path)
             fail(
-                step.path, "a file too big to keep, whose contents were never copied: left in place"
+                step.path,
+                "a file too big to keep or unreadable, whose contents were never copied: "
+                "left in place",
             )
             continue
-        parent, name = os.path.split(step.path)
         try:
             dfd = folders.open(parent)
         except OSError as exc:
@@ -166,7 +248,7 @@ def apply_steps(
                     continue
                 done.append(step.path)
             elif want.kind == "link":
-                tmp = f".{name}.handrail-{os.getpid()}-{secrets.token_hex(6)}.tmp"
+                tmp = temp_name(name)
                 os.symlink(want.target, tmp, dir_fd=dfd)
                 try:
                     os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
@@ -189,7 +271,10 @@ def apply_steps(
             if dfd >= 0:
                 os.close(dfd)
 
-    # 3. Folder modes, deepest first (a read-only folder is closed after it was filled).
+    # 3. Folder modes, deepest first (a read-only folder is closed after it was filled); a
+    # folder opened up in step 0 that the restore does not set gets its own mode back.
+    setting = {path for path, _ in dir_modes}
+    dir_modes += [(path, mode) for path, mode in opened if path not in setting]
     for path, mode in sorted(dir_modes, key=lambda x: _depth(x[0]), reverse=True):
         try:
             fd = folders.open(path)

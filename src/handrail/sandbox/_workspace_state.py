@@ -13,12 +13,13 @@ read nor copied), a hidden path, or handrail's own state folder.
 
 from __future__ import annotations
 
+import errno
+import fnmatch
 import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import cast
 
 import pathspec
@@ -95,12 +96,13 @@ class _Ignore:
 
     rules: tuple[tuple[str, pathspec.GitIgnoreSpec], ...] = ()
 
-    def below(self, folder: str) -> _Ignore:
-        """The rules for `folder`'s children: these plus its own `.gitignore`, if any."""
-        try:
-            with open(os.path.join(folder, ".gitignore"), "rb") as f:
-                text = f.read(1 << 20).decode("utf-8", "replace")
-        except OSError:
+    def below(self, folder: str, dfd: int) -> _Ignore:
+        """The rules for `folder`'s children: these plus its own `.gitignore`, if any.
+
+        The file is read through the folder's handle `dfd`.
+        """
+        text = _read_small(".gitignore", dfd)
+        if text is None:
             return self
         try:
             spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
@@ -118,13 +120,43 @@ class _Ignore:
         return verdict
 
 
+def _read_small(name: str, dfd: int, limit: int = 1 << 20) -> str | None:
+    """A small regular file of the folder `dfd`, as text; None if it is anything else.
+
+    Never through a symlink, never blocking (a fifo, a terminal), at most `limit` bytes:
+    a checkout decides what its files are, and must not stall or steer the scan.
+    """
+    try:
+        fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=dfd)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _open_dir(name: str, dfd: int | None) -> int:
+    """A handle on the folder `name` (in `dfd`), refusing a symlink. Raises OSError."""
+    return os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=dfd)
+
+
 class Scanner:
     """Makes entries for paths under the tracked roots, storing new contents in the store.
+
+    Every folder is opened through its parent's handle with `O_NOFOLLOW`, from the root down,
+    and every entry is looked at and read relative to its folder's handle: a folder that a
+    command swaps for a symlink at any moment is never read through.
 
     Args:
         roots: The folders tracked (the write roots).
         store: Where file contents go.
-        skip: Absolute paths never entered or recorded (hidden paths, the state folder).
+        skip: Absolute paths never entered or recorded (hidden paths, the state folder); the
+            last part may be a glob.
         max_file_bytes: A bigger file is recorded as `unkept`.
         on_unkept: Told of each path recorded as `unkept`, with the reason.
     """
@@ -141,7 +173,8 @@ class Scanner:
         self.roots = tuple(dict.fromkeys(os.path.normpath(r) for r in roots))
         self.store = store
         self.skip = tuple(os.path.normpath(s) for s in skip)
-        self._skip_set = frozenset(self.skip)
+        self._skip_set = frozenset(s for s in self.skip if not _is_glob(os.path.basename(s)))
+        self._skip_globs = tuple(s for s in self.skip if _is_glob(os.path.basename(s)))
         self.max_file_bytes = max_file_bytes
         self.on_unkept = on_unkept
         self._ignore: dict[str, _Ignore] = {}
@@ -160,11 +193,10 @@ class Scanner:
         root = self.root_of(path)
         if root is None:
             return True
-        skip = self._skip_set
         part = path
         # `path` or a folder above it (up to the root) is a VCS folder or a skipped path.
         while len(part) >= len(root):
-            if part in skip or os.path.basename(part) in VCS_DIRS:
+            if self._skipped_child(part, os.path.basename(part)):
                 return True
             parent = os.path.dirname(part)
             if parent == part:
@@ -174,9 +206,11 @@ class Scanner:
 
     def _skipped_child(self, path: str, name: str) -> bool:
         """`skipped` for an entry of a folder that is not skipped itself (a walk going down)."""
-        return name in VCS_DIRS or path in self._skip_set
+        if name in VCS_DIRS or path in self._skip_set:
+            return True
+        return any(fnmatch.fnmatchcase(path, g) for g in self._skip_globs)
 
-    def _rules(self, folder: str) -> _Ignore:
+    def _rules(self, folder: str, dfd: int | None = None) -> _Ignore:
         """The ignore rules for `folder`'s children (read once per folder)."""
         found = self._ignore.get(folder)
         if found is not None:
@@ -186,7 +220,17 @@ class Scanner:
             parent_rules = _Ignore()
         else:
             parent_rules = self._rules(os.path.dirname(folder))
-        found = parent_rules.below(folder)
+        if dfd is not None:
+            found = parent_rules.below(folder, dfd)
+        else:
+            try:
+                own = self.open_folder(folder)
+            except OSError:
+                return parent_rules  # not a real folder now: nothing of its own applies
+            try:
+                found = parent_rules.below(folder, own)
+            finally:
+                os.close(own)
         self._ignore[folder] = found
         return found
 
@@ -204,41 +248,74 @@ class Scanner:
             return True
         return self._rules(os.path.dirname(path)).ignores_dir(path)
 
+    # -- folder handles --------------------------------------------------------------------
+
+    def open_folder(self, folder: str) -> int:
+        """A handle on `folder`, opened from its root down, one real folder at a time.
+
+        Raises OSError (ELOOP/ENOTDIR when a part is a symlink or not a folder).
+        """
+        root = self.root_of(folder)
+        if root is None:
+            raise FileNotFoundError(errno.ENOENT, "outside the tracked roots", folder)
+        fd = _open_dir(root, None)
+        try:
+            rest = folder[len(root) :].strip("/")
+            for part in rest.split("/") if rest else ():
+                if part in ("", ".", ".."):
+                    raise FileNotFoundError(errno.ENOENT, "not a plain path", folder)
+                nxt = _open_dir(part, fd)
+                os.close(fd)
+                fd = nxt
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
     # -- making entries --------------------------------------------------------------------
 
-    def entry(self, path: str, old: Entry | None, *, reached: bool = False) -> Entry | None:
-        """The entry for `path` now (None: absent or not a kind kept).
+    def entry(self, path: str, old: Entry | None) -> Entry | None:
+        """The entry for `path` now.
 
-        `old`'s content is reused when its stat key has not moved. `reached`: the folders on
-        the way were just seen to be real folders (a walk going down).
+        None: absent, not reachable as a real path, or not a kind kept. `old`'s content is
+        reused when its stat key has not moved.
         """
+        folder, name = os.path.split(path)
+        if self.root_of(path) == path:
+            folder, name = path, "."
         try:
-            if not reached and not self._reachable(path):
-                return None  # a folder on the way is a symlink: never followed
-            st = os.lstat(path)
+            dfd = self.open_folder(folder)
         except (FileNotFoundError, NotADirectoryError):
             return None
-        except OSError:
-            return old  # unreadable now: keep what was known
-        return self.entry_from(path, st, old)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return None  # a folder on the way is a symlink: never followed
+            return self._unreadable(path, old, exc)
+        try:
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            except OSError as exc:
+                return self._unreadable(path, old, exc)
+            return self.entry_from(path, name, st, dfd, old)
+        finally:
+            os.close(dfd)
 
-    def _reachable(self, path: str) -> bool:
-        """Is every folder between `path`'s root and `path` a real folder (not a symlink)?
+    def _unreadable(self, path: str, old: Entry | None, exc: OSError) -> Entry | None:
+        """A path that cannot be looked at now: its state is unknown, not what was known.
 
-        `lstat` and `O_NOFOLLOW` only refuse a link as the last part: a folder that a command
-        swapped for a link to elsewhere would be read through otherwise. Raises OSError.
+        Recorded as `unkept` (a restore puts a kept content back beside it, never over it).
         """
-        root = self.root_of(path)
-        if root is None:
-            return False
-        folder = os.path.dirname(path)
-        while len(folder) > len(root):
-            if not stat.S_ISDIR(os.lstat(folder).st_mode):
-                return False
-            folder = os.path.dirname(folder)
-        return True
+        if old is None:
+            return None
+        self.on_unkept(path, f"it cannot be read ({exc.strerror})")
+        return Entry(kind="unkept", mode=old.mode, size=old.size, key=(-1, exc.errno or 0))
 
-    def entry_from(self, path: str, st: os.stat_result, old: Entry | None) -> Entry | None:
+    def entry_from(
+        self, path: str, name: str, st: os.stat_result, dfd: int, old: Entry | None
+    ) -> Entry | None:
+        """The entry of `name` in the folder `dfd`, whose lstat is `st`."""
         mode = st.st_mode
         key = _key(st)
         if old is not None and old.key == key and old.kind != "dir":
@@ -253,26 +330,36 @@ class Scanner:
             return Entry(kind=kind, mode=perms, key=key)
         if stat.S_ISLNK(mode):
             try:
-                target = os.readlink(path)
-            except OSError:
-                return old
+                target = os.readlink(name, dir_fd=dfd)
+            except OSError as exc:
+                return self._unreadable(path, old, exc)
             return Entry(kind="link", target=target, key=key)
         if not stat.S_ISREG(mode):
             return None  # sockets, fifos, devices: not kept, not put back
         if st.st_size > self.max_file_bytes:
             self.on_unkept(path, f"{st.st_size} bytes, over the {self.max_file_bytes}-byte limit")
             return Entry(kind="unkept", mode=perms, size=st.st_size, key=key)
-        return self._file(path, perms, key, old)
+        return self._file(path, name, dfd, perms, key, old)
 
-    def _file(self, path: str, perms: int, key: tuple[int, ...], old: Entry | None) -> Entry | None:
+    def _file(
+        self,
+        path: str,
+        name: str,
+        dfd: int,
+        perms: int,
+        key: tuple[int, ...],
+        old: Entry | None,
+    ) -> Entry | None:
         try:
-            fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC)
-        except OSError:
-            return old
+            fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, dir_fd=dfd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return self._unreadable(path, old, exc) if old is not None else None
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
-                return old  # swapped for something else since the lstat
+                return None  # swapped for something else since the lstat
             chunks: list[bytes] = []
             left = self.max_file_bytes + 1
             while left > 0:
@@ -283,8 +370,8 @@ class Scanner:
                 left -= len(chunk)
             # The key after the read: a file written meanwhile is read again at the next look.
             key = _key(os.fstat(fd))
-        except OSError:
-            return old
+        except OSError as exc:
+            return self._unreadable(path, old, exc) if old is not None else None
         finally:
             os.close(fd)
         data = b"".join(chunks)
@@ -307,31 +394,57 @@ class Scanner:
         old: dict[str, Entry],
         out: dict[str, Entry],
         folders: list[str],
-        *,
-        reached: bool = False,
     ) -> None:
         """Record `top` and everything tracked below it into `out`.
 
-        `folders` gets each non-opaque folder, for watching.
+        `folders` gets each non-opaque folder, for watching. Iterative (a tree of any depth),
+        every folder opened through its parent's handle.
         """
         if self.skipped(top):
             return
-        entry = self.entry(top, old.get(top), reached=reached)
+        entry = self.entry(top, old.get(top))
         if entry is None:
             return
         out[top] = entry
         if entry.kind != "dir":
             return
-        folders.append(top)
-        for path, st in _listing(top):
-            if self._skipped_child(path, os.path.basename(path)):
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                self.walk(path, old, out, folders, reached=True)
-                continue
-            found = self.entry_from(path, st, old.get(path))
-            if found is not None:
-                out[path] = found
+        try:
+            fd = self.open_folder(top)
+        except OSError:
+            return
+        stack: list[tuple[str, int]] = [(top, fd)]
+        while stack:
+            folder, dfd = stack.pop()
+            try:
+                folders.append(folder)
+                self._rules(folder, dfd)
+                for name, st in _listing(dfd):
+                    path = os.path.join(folder, name)
+                    if self._skipped_child(path, name):
+                        continue
+                    found = self.entry_from(path, name, st, dfd, old.get(path))
+                    if found is None:
+                        continue
+                    out[path] = found
+                    if found.kind != "dir":
+                        continue
+                    try:
+                        sub = _open_dir(name, dfd)
+                    except OSError as exc:
+                        if exc.errno != errno.ENOENT:
+                            # It cannot be listed (a `chmod 000`): what it held is unknown
+                            # now, not what was known, so nothing there looks unchanged.
+                            prefix = path + "/"
+                            for below, was in old.items():
+                                if below.startswith(prefix):
+                                    out[below] = self._unreadable(below, was, exc) or was
+                        continue
+                    if os.fstat(sub).st_ino != st.st_ino:  # swapped since the listing
+                        os.close(sub)
+                        continue
+                    stack.append((path, sub))
+            finally:
+                os.close(dfd)
 
     def walk_all(self, old: dict[str, Entry]) -> tuple[dict[str, Entry], list[str]]:
         """Every tracked path under every root, and the folders to watch."""
@@ -342,21 +455,19 @@ class Scanner:
         return out, folders
 
 
-def _listing(folder: str) -> Iterator[tuple[str, os.stat_result]]:
+def _listing(dfd: int) -> Iterator[tuple[str, os.stat_result]]:
+    """The entries of the folder `dfd`, with their lstat (a folder that cannot be listed: none)."""
     try:
-        with os.scandir(folder) as it:
-            for item in it:
-                try:
-                    yield item.path, item.stat(follow_symlinks=False)
-                except OSError:
-                    continue
+        listed = os.scandir(dfd)
     except OSError:
         return
+    with listed as it:
+        for item in it:
+            try:
+                yield item.name, item.stat(follow_symlinks=False)
+            except OSError:
+                continue
 
 
-def is_folder(path: str | Path) -> bool:
-    """A real folder (not a symlink to one)."""
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
+def _is_glob(name: str) -> bool:
+    return any(c in name for c in "*?[")
