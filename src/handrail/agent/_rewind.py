@@ -65,8 +65,8 @@ def _checkpoints(agent: Agent) -> list[Checkpoint]:
 
 def last_checkpoint(agent: Agent) -> int:
     """The id of the session's latest checkpoint (0: none yet)."""
-    found = _checkpoints(agent)
-    return found[-1].id if found else 0
+    runtime = agent.runtime
+    return runtime.session_checkpoints().last_id if runtime.keeps_checkpoints else 0
 
 
 def turn_checkpoints(agent: Agent) -> list[TurnCheckpoint]:

@@ -12,12 +12,12 @@ its sessions) and one log per session (`<session id>.jsonl`).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +27,15 @@ from .._tool import Tool
 from ..sandbox import BlobStore, Checkpoints, checkpoint_folder, resolve_path, state_dir
 from ..sandbox._checkpoint_store import private_folder
 from ..sandbox._checkpoints import MAX_FILE_BYTES, MAX_STORE_BYTES
+from ._threads import WorkerPool
 
 __all__ = ["Checkpointing", "Tracked"]
 
 logger = logging.getLogger("handrail")
+
+# Checkpoints' own few threads: the work is mostly under the GIL (stat, hash, compare), so
+# more threads would not make it faster, only give each its own heap arena to keep.
+_POOL = WorkerPool(max_workers=4)
 
 _LABEL_KEYS = ("command", "path", "file_path", "url", "name")
 
@@ -150,13 +155,15 @@ class Checkpointing:
         own = tuple(paths) if paths and tool.kind is not ToolKind.EXECUTE else None
         label = _label(tool.name, args)
         try:
-            await asyncio.to_thread(
-                tracker.begin,
-                label,
-                call_id=call_id,
-                tool=tool.name,
-                paths=paths,
-                turn=session.turn,
+            await _POOL.submit(
+                partial(
+                    tracker.begin,
+                    label,
+                    call_id=call_id,
+                    tool=tool.name,
+                    paths=paths,
+                    turn=session.turn,
+                )
             )
         except Exception:  # a checkpoint that fails must not stop the call
             logger.exception("checkpoint before %s failed", tool.name)
@@ -164,10 +171,14 @@ class Checkpointing:
         return Tracked(tracker, own)
 
     async def end(self, session: Session, tracked: Tracked, call_id: str) -> None:
-        """Record what the call changed (in a thread: the loop serves other sessions)."""
+        """Record what the call changed.
+
+        On the tools' worker threads: the loop serves other sessions meanwhile, and no extra
+        threads keep memory of their own.
+        """
         tracker = tracked.tracker
         try:
-            await asyncio.to_thread(tracker.end, call_id=call_id, only=tracked.own)
+            await _POOL.submit(partial(tracker.end, call_id=call_id, only=tracked.own))
         except Exception as exc:
             logger.exception("checkpoint after call %s failed", call_id)
             # The next look compares the whole tree; the person should know meanwhile.

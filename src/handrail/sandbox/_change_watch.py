@@ -14,11 +14,14 @@ is closed or re-stat'ed; changes on a network file system made from another mach
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import importlib
 import logging
 import os
 import sys
+import threading
+import weakref
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["ChangeWatch"]
@@ -36,118 +39,177 @@ def _inotify() -> Any:
         return None
 
 
-class ChangeWatch:
-    """Watches folders; `changed()` drains what happened in them since the last call."""
+class _Hub:
+    """The process's one inotify instance, shared by every `ChangeWatch`.
 
-    def __init__(self) -> None:
-        self._inotify: Any = None
-        self._paths: dict[int, str] = {}
-        self._lost = False
-        self._mask = 0
+    A user has 128 inotify instances by default, for every program they run (an editor
+    needs some): one per session would run out with a host's hundred sessions, and would
+    make each of them read every other's events. Here a folder is watched once whatever
+    the number of sessions, and each event goes to the watches whose roots hold it.
+    """
+
+    def __init__(self, module: Any) -> None:
+        flags = module.flags
+        self.inotify = module.INotify(nonblocking=True)
+        self.overflow = int(flags.Q_OVERFLOW)
+        self.ignored = int(flags.IGNORED)
+        self.made_mask = int(flags.CREATE | flags.MOVED_TO)
+        self.isdir = int(flags.ISDIR)
+        self.mask = int(
+            flags.CREATE
+            | flags.DELETE
+            | flags.MODIFY
+            | flags.ATTRIB
+            | flags.MOVED_FROM
+            | flags.MOVED_TO
+            | flags.CLOSE_WRITE
+            | flags.DELETE_SELF
+            | flags.MOVE_SELF
+            | flags.DONT_FOLLOW
+            | flags.ONLYDIR
+            | flags.EXCL_UNLINK
+        )
+        self.paths: dict[int, str] = {}
+        self.watchers: weakref.WeakSet[ChangeWatch] = weakref.WeakSet()
+        self.lock = threading.Lock()
+
+    def add(self, folder: str) -> bool:
+        """Watch `folder` (again: after a rename its events carry the new path).
+
+        False when watches ran out.
+        """
+        try:
+            wd = int(self.inotify.add_watch(folder, self.mask))
+        except OSError as exc:
+            # Gone already (its deletion is an event of its parent), or out of watches.
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+                return True
+            logger.info("checkpoints: cannot watch %s (%s); whole-tree scans", folder, exc)
+            return False
+        with self.lock:
+            self.paths[wd] = folder
+        return True
+
+    def pump(self) -> None:
+        """Hand every queued event to the watches it concerns."""
+        with self.lock:
+            for _ in range(10_000):  # bounded: a writer that never stops cannot hold us here
+                try:
+                    events = self.inotify.read(timeout=0)
+                except BlockingIOError:
+                    break
+                if not events:
+                    break
+                for event in events:
+                    self._hand(int(event.mask), int(event.wd), str(event.name))
+
+    def _hand(self, mask: int, wd: int, name: str) -> None:
+        if mask & self.overflow:
+            for watcher in self.watchers:
+                watcher.lost = True
+            return
+        folder = self.paths.get(wd)
+        if mask & self.ignored:
+            self.paths.pop(wd, None)
+            return
+        if folder is None:
+            return
+        path = os.path.join(folder, name) if name else folder
+        made = bool(name and mask & self.isdir and mask & self.made_mask)
+        for watcher in self.watchers:
+            if watcher.holds(path):
+                watcher.pending.add(path)
+                if made:
+                    watcher.pending_made.add(path)
+
+
+class _Shared:
+    """The process's hub, made on first use; `failed` once the user's instances ran out."""
+
+    hub: _Hub | None = None
+    failed = False
+    lock = threading.Lock()
+
+
+def _hub() -> _Hub | None:
+    """The shared inotify instance, made on first use (None where there is none)."""
+    if _Shared.hub is not None or _Shared.failed:
+        return _Shared.hub
+    with _Shared.lock:
+        if _Shared.hub is None and not _Shared.failed:
+            module = _inotify()
+            if module is None:
+                return None  # asked again next time (tests switch it off and on)
+            try:
+                _Shared.hub = _Hub(module)
+            except OSError as exc:  # the user's inotify instances are all taken
+                logger.info("checkpoints: no inotify (%s); whole-tree scans instead", exc)
+                _Shared.failed = True
+    return _Shared.hub
+
+
+class ChangeWatch:
+    """Watches folders under `roots`; `changed()` says what happened in them since its last call."""
+
+    def __init__(self, roots: Iterable[str] = ()) -> None:
+        self.roots = tuple(r.rstrip("/") for r in roots)
+        self.lost = False
+        self.pending: set[str] = set()
+        self.pending_made: set[str] = set()
         self.made: set[str] = set()
         """The folders made (or moved) in place since the last `changed()`: the one there now is
         another folder than before, even when it got the same inode number back."""
-        module = _inotify()
-        if module is None:
-            return
-        _flags = module.flags
-        self._overflow = int(_flags.Q_OVERFLOW)
-        self._ignored = int(_flags.IGNORED)
-        self._made_mask = int(_flags.CREATE | _flags.MOVED_TO)
-        self._isdir = int(_flags.ISDIR)
-        try:
-            self._inotify = module.INotify(nonblocking=True)
-        except OSError as exc:  # too many instances (many sessions in one process)
-            logger.info("checkpoints: no inotify (%s); whole-tree scans instead", exc)
-            return
-        self._mask = int(
-            _flags.CREATE
-            | _flags.DELETE
-            | _flags.MODIFY
-            | _flags.ATTRIB
-            | _flags.MOVED_FROM
-            | _flags.MOVED_TO
-            | _flags.CLOSE_WRITE
-            | _flags.DELETE_SELF
-            | _flags.MOVE_SELF
-            | _flags.DONT_FOLLOW
-            | _flags.ONLYDIR
-            | _flags.EXCL_UNLINK
-        )
+        self._hub = _hub() if _inotify() is not None else None
+        if self._hub is not None:
+            with self._hub.lock:
+                self._hub.watchers.add(self)
+
+    def holds(self, path: str) -> bool:
+        """Is `path` under one of this watch's roots?"""
+        return not self.roots or any(path == r or path.startswith(r + "/") for r in self.roots)
 
     @property
     def active(self) -> bool:
         """True while events are exact (a watch on every folder, no overflow)."""
-        return self._inotify is not None and not self._lost
+        return self._hub is not None and not self.lost
 
     def watch(self, folder: str) -> None:
-        """Watch `folder`'s entries (again, after a rename: the new path is remembered)."""
-        if self._inotify is None:
-            return
-        try:
-            wd = int(self._inotify.add_watch(folder, self._mask))
-        except OSError as exc:
-            # Gone already (its deletion is an event of its parent), or out of watches.
-            if exc.errno not in (2, 20):  # ENOENT, ENOTDIR
-                logger.info("checkpoints: cannot watch %s (%s); whole-tree scans", folder, exc)
-                self._lost = True
-            return
-        self._paths[wd] = folder
+        """Watch `folder`'s entries."""
+        if self._hub is not None and not self._hub.add(folder):
+            self.lost = True
 
     def reset(self) -> None:
-        """Forget every watch (before watching the folders of a fresh whole-tree scan)."""
-        if self._inotify is None:
-            return
-        for wd in list(self._paths):
-            with contextlib.suppress(OSError):
-                self._inotify.rm_watch(wd)
-        self._paths.clear()
-        self._drain()
-        self._lost = False
+        """Start exact again (before watching the folders of a fresh whole-tree scan).
 
-    def _drain(self) -> list[Any]:
-        assert self._inotify is not None
-        out: list[Any] = []
-        for _ in range(10_000):  # bounded: a writer that never stops cannot hold us here
-            try:
-                events = self._inotify.read(timeout=0)
-            except BlockingIOError:
-                break
-            if not events:
-                break
-            out.extend(events)
-        return out
+        The shared watches stay: other sessions may use them, and watching again is cheap.
+        """
+        hub = self._hub
+        if hub is None:
+            return
+        hub.pump()
+        with hub.lock:
+            self.pending.clear()
+            self.pending_made.clear()
+            self.lost = False
 
     def changed(self) -> set[str] | None:
         """The paths with an event since the last call, or None if the events are not exact.
 
         Not exact: no inotify, a watch could not be added, or the kernel's queue overflowed.
         """
-        if self._inotify is None:
+        hub = self._hub
+        if hub is None:
             return None
-        paths: set[str] = set()
-        self.made = set()
-        for event in self._drain():
-            mask, wd, name = int(event.mask), int(event.wd), str(event.name)
-            if mask & self._overflow:
-                self._lost = True
-                continue
-            folder = self._paths.get(wd)
-            if mask & self._ignored:
-                self._paths.pop(wd, None)
-                continue
-            if folder is None:
-                continue
-            path = os.path.join(folder, name) if name else folder
-            paths.add(path)
-            if name and mask & self._isdir and mask & self._made_mask:
-                self.made.add(path)
-        if self._lost:
-            return None
-        return paths
+        hub.pump()
+        with hub.lock:
+            paths, self.pending = self.pending, set()
+            self.made, self.pending_made = self.pending_made, set()
+            lost = self.lost
+        return None if lost else paths
 
     def close(self) -> None:
-        if self._inotify is not None:
-            with contextlib.suppress(OSError):
-                self._inotify.close()
-            self._inotify = None
+        """Stop receiving events (the shared instance stays for the process's other sessions)."""
+        hub, self._hub = self._hub, None
+        if hub is not None:
+            with hub.lock:
+                hub.watchers.discard(self)

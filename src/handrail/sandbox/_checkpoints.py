@@ -26,9 +26,9 @@ import threading
 import time
 import weakref
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from ._change_watch import ChangeWatch
 from ._checkpoint_store import BlobStore, private_folder
@@ -41,6 +41,9 @@ logger = logging.getLogger("handrail")
 
 MAX_FILE_BYTES = 16 << 20
 """A bigger file is not kept (`unkept`): a restore cannot bring its earlier content back."""
+LISTED = 1000
+"""The most paths a checkpoint lists as changed (and as changed outside); the record itself
+keeps every change."""
 MAX_STORE_BYTES = 2 << 30
 """The most one workspace's store holds; past it, new contents are not kept."""
 
@@ -60,9 +63,11 @@ class Checkpoint:
     call_id: str | None = None
     tool: str | None = None
     changed: tuple[str, ...] = ()
-    """The paths changed after it (until the next checkpoint), relative to the first root."""
+    """The paths changed after it (until the next checkpoint), relative to the first root (the
+    first 1,000)."""
     outside: tuple[str, ...] = ()
-    """Of those, the paths changed by someone outside the session (by hand, a background job)."""
+    """Of those, the paths changed by someone outside the session (by hand, a background job,
+    another session in the same workspace)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +113,6 @@ class _Mark:
     turn: int | None
     call_id: str | None
     tool: str | None
-    changed: list[str] = field(default_factory=list[str])
-    outside: list[str] = field(default_factory=list[str])
 
     def record(self) -> dict[str, Any]:
         return {
@@ -173,7 +176,7 @@ class Checkpoints:
             max_file_bytes=max_file_bytes,
             on_unkept=self._unkept,
         )
-        self._watch = ChangeWatch()
+        self._watch = ChangeWatch(self.roots)
         self._watching = False
         self._open = _OpenFiles(self._watch)
         # A session never closed (no `aclose`) still gives its inotify handle and log back.
@@ -262,10 +265,34 @@ class Checkpoints:
         with self._lock:
             return tuple(self._rel(p) for p in self._refresh(source, call_id, own))
 
-    def list(self) -> list[Checkpoint]:
-        """The checkpoints, oldest first."""
+    @property
+    def last_id(self) -> int:
+        """The latest checkpoint's id (0: none yet)."""
         with self._lock:
-            return [self._public(m) for m in self._marks]
+            return self._marks[-1].id if self._marks else 0
+
+    def list(self) -> list[Checkpoint]:
+        """The checkpoints, oldest first, each with the paths changed after it.
+
+        The paths come from the record (on disk, when logged): a session sharing a workspace
+        with many others sees all their changes, and keeping those lists for every mark in
+        memory would cost more than the rare listing does.
+        """
+        with self._lock:
+            changed: dict[int, dict[str, None]] = {m.id: {} for m in self._marks}
+            outside: dict[int, dict[str, None]] = {m.id: {} for m in self._marks}
+            for rec in self._recs():
+                mark = rec.get("_mark", 0)
+                listed = changed.get(mark)
+                if listed is None or len(listed) >= LISTED:
+                    continue
+                rel = self._rel(rec["p"])
+                listed[rel] = None
+                if rec.get("src") == "outside":
+                    outside[mark][rel] = None
+            return [
+                self._public(m, tuple(changed[m.id]), tuple(outside[m.id])) for m in self._marks
+            ]
 
     def plan(self, checkpoint: int, paths: Iterable[str] | None = None) -> RestorePlan:
         """What `restore(checkpoint, paths)` would change, looking at the files now."""
@@ -349,7 +376,7 @@ class Checkpoints:
         """Every content this session's records refer to (what store clean-up must keep)."""
         with self._lock:
             out = {e.blob for e in (self._current or {}).values() if e.blob}
-            for rec in self._records:
+            for rec in self._recs():
                 for side in ("a", "b"):
                     value = rec.get(side)
                     if value and value[2]:
@@ -585,14 +612,10 @@ class Checkpoints:
             )
             self._marks.append(mark)
             self._write(mark.record())
-        last = self._marks[-1]
         for rec in records:
-            self._records.append(rec)
+            if self.log_path is None:
+                self._records.append(rec)
             self._write(rec)
-            rel = self._rel(rec["p"])
-            last.changed.append(rel)
-            if rec["src"] == "outside":
-                last.outside.append(rel)
         return changed
 
     def _baseline(self) -> None:
@@ -614,19 +637,46 @@ class Checkpoints:
 
     # -- restoring ---------------------------------------------------------------------------
 
-    def _start_of(self, checkpoint: int) -> int:
-        """Where the records after `checkpoint` start (each record names the mark before it)."""
+    def _recs(self) -> list[dict[str, Any]]:
+        """The change records, oldest first.
+
+        Kept in memory only without a log; otherwise read back from it when a restore, a plan
+        or a clean-up needs them (rare), so a long session (or many sessions sharing a
+        workspace, each recording the others' changes) does not hold them all in memory.
+        """
+        if self.log_path is None:
+            return self._records
+        out: list[dict[str, Any]] = []
+        try:
+            lines = self.log_path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return out
+        for line in lines:
+            try:
+                value: object = json.loads(line)
+            except ValueError:
+                continue  # a torn last line
+            if not isinstance(value, dict):
+                continue
+            rec = cast(dict[str, Any], value)
+            if rec.get("t") == "ch" and self._plain(rec.get("p")):
+                out.append(rec)
+        return out
+
+    def _after(self, checkpoint: int) -> list[dict[str, Any]]:
+        """The records after `checkpoint` (each record names the mark before it)."""
         if not any(m.id == checkpoint for m in self._marks):
             raise KeyError(f"no checkpoint {checkpoint}")
-        for i, rec in enumerate(self._records):
+        recs = self._recs()
+        for i, rec in enumerate(recs):
             if rec.get("_mark", 0) >= checkpoint:
-                return i
-        return len(self._records)
+                return recs[i:]
+        return []
 
     def _state_at(self, checkpoint: int) -> dict[str, Entry]:
         """The current state with every record after `checkpoint` undone, newest first."""
         state = dict(self._current or {})
-        for rec in reversed(self._records[self._start_of(checkpoint) :]):
+        for rec in reversed(self._after(checkpoint)):
             before = rec["a"]
             if before is None:
                 state.pop(rec["p"], None)
@@ -651,7 +701,7 @@ class Checkpoints:
                 continue
             steps.append(Step(path=path, now=a, want=b))
         changed_outside: set[str] = set()
-        for rec in self._records[self._start_of(checkpoint) :]:
+        for rec in self._after(checkpoint):
             if rec["src"] == "outside":
                 changed_outside.add(rec["p"])
         outside = [s.path for s in steps if s.path in changed_outside]
@@ -707,12 +757,6 @@ class Checkpoints:
                         current.pop(path, None)
                     else:
                         current[path] = entry_of_json(after)
-                    self._records.append(rec)
-                    if self._marks:
-                        rel = self._rel(path)
-                        self._marks[-1].changed.append(rel)
-                        if rec.get("src") == "outside":
-                            self._marks[-1].outside.append(rel)
             except (ValueError, KeyError, TypeError):
                 continue  # a torn last line (a crash while writing)
         self._current = current
@@ -748,7 +792,9 @@ class Checkpoints:
             return os.path.normpath(path)
         return os.path.normpath(os.path.join(self.roots[0], path))
 
-    def _public(self, mark: _Mark) -> Checkpoint:
+    def _public(
+        self, mark: _Mark, changed: tuple[str, ...], outside: tuple[str, ...]
+    ) -> Checkpoint:
         return Checkpoint(
             id=mark.id,
             at=mark.at,
@@ -756,8 +802,8 @@ class Checkpoints:
             turn=mark.turn,
             call_id=mark.call_id,
             tool=mark.tool,
-            changed=tuple(dict.fromkeys(mark.changed)),
-            outside=tuple(dict.fromkeys(mark.outside)),
+            changed=changed,
+            outside=outside,
         )
 
 

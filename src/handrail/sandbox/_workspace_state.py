@@ -18,6 +18,9 @@ import fnmatch
 import hashlib
 import os
 import stat
+import sys
+import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import cast
@@ -41,7 +44,7 @@ HEAVY_DIRS = frozenset(
 """Folders treated as ignored even without a `.gitignore` saying so: rebuilt, never edited."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Entry:
     """One path's state. Two entries are the same state when `same` says so (keys aside)."""
 
@@ -327,7 +330,7 @@ class Scanner:
             # when a `.gitignore` changes.
             tracked = old is not None and old.kind == "dir"
             kind = "dir" if tracked or not self.opaque(path) else "opaque"
-            return Entry(kind=kind, mode=perms, key=key)
+            return _one(Entry(kind=kind, mode=perms, key=key))
         if stat.S_ISLNK(mode):
             try:
                 target = os.readlink(name, dir_fd=dfd)
@@ -363,7 +366,9 @@ class Scanner:
             chunks: list[bytes] = []
             left = self.max_file_bytes + 1
             while left > 0:
-                chunk = os.read(fd, min(left, 1 << 20))
+                # The size it has first (one read, no big buffer made and shrunk for a small
+                # file: with many threads those fragment the heap), then more if it grew.
+                chunk = os.read(fd, min(left, st.st_size + 1 if not chunks else 1 << 20))
                 if not chunk:
                     break
                 chunks.append(chunk)
@@ -378,15 +383,15 @@ class Scanner:
         if len(data) > self.max_file_bytes:
             self.on_unkept(path, f"over the {self.max_file_bytes}-byte limit")
             return Entry(kind="unkept", mode=perms, size=len(data), key=key)
-        digest = hashlib.sha256(data).hexdigest()
+        digest = _shared(hashlib.sha256(data).hexdigest())
         if old is not None and old.kind == "file" and old.blob == digest and old.mode == perms:
-            return Entry(kind="file", mode=perms, blob=digest, size=len(data), key=key)
+            return _one(Entry(kind="file", mode=perms, blob=digest, size=len(data), key=key))
         try:
             self.store.put(digest, data)
         except StoreFull as exc:
             self.on_unkept(path, str(exc))
             return Entry(kind="unkept", mode=perms, size=len(data), key=key)
-        return Entry(kind="file", mode=perms, blob=digest, size=len(data), key=key)
+        return _one(Entry(kind="file", mode=perms, blob=digest, size=len(data), key=key))
 
     def walk(
         self,
@@ -419,7 +424,8 @@ class Scanner:
                 folders.append(folder)
                 self._rules(folder, dfd)
                 for name, st in _listing(dfd):
-                    path = os.path.join(folder, name)
+                    # Many sessions of one workspace each record it: one string per name.
+                    path = sys.intern(os.path.join(folder, name))
                     if self._skipped_child(path, name):
                         continue
                     found = self.entry_from(path, name, st, dfd, old.get(path))
@@ -453,6 +459,30 @@ class Scanner:
         for root in self.roots:
             self.walk(root, old, out, folders)
         return out, folders
+
+
+_DIGESTS: dict[str, str] = {}
+_ENTRIES: weakref.WeakValueDictionary[tuple[object, ...], Entry] = weakref.WeakValueDictionary()
+_ENTRIES_LOCK = threading.Lock()
+
+
+def _one(entry: Entry) -> Entry:
+    """The process's one `Entry` equal to this one, keys included.
+
+    The sessions of a workspace each record the same versions of the same files, and need
+    not each hold a copy.
+    """
+    token = (entry.kind, entry.mode, entry.blob, entry.target, entry.size, entry.key)
+    with _ENTRIES_LOCK:
+        found = _ENTRIES.get(token)
+        if found is None:
+            _ENTRIES[token] = found = entry
+    return found
+
+
+def _shared(digest: str) -> str:
+    """One string per content hash in the process, whatever the number of sessions."""
+    return _DIGESTS.setdefault(digest, digest)
 
 
 def _listing(dfd: int) -> Iterator[tuple[str, os.stat_result]]:

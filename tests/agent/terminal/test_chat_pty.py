@@ -551,7 +551,7 @@ def test_continue_and_resume_carry_on_a_session(
         Reply(text="A kumquat is a small citrus fruit."),
     )
     first_session(server, spawn)
-    (transcript,) = (home / "state").glob("**/*.jsonl")
+    (transcript,) = (home / "state" / "sessions").glob("**/*.jsonl")
     session_id = transcript.stem
 
     # `--continue`: the latest session of this workspace, its last answer shown again.
