@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from .._context import Session
+from ..sandbox import state_dir
 from ._common import CliError
 
 __all__ = ["RESULTS_KEPT", "load_session_file", "results_folder", "save_session_file"]
@@ -104,7 +105,7 @@ def results_folder(session: Session) -> Path:
     Older calls' folders beyond `RESULTS_KEPT` are removed first. Nothing is created until a
     result is truncated.
     """
-    base = _state_dir() / "call-results"
+    base = state_dir() / "call-results"
     if base.is_dir():
         # Names start with the time, so they sort oldest first.
         old = sorted(p for p in base.iterdir() if p.is_dir() and not p.is_symlink())
@@ -112,12 +113,3 @@ def results_folder(session: Session) -> Path:
             shutil.rmtree(stale, ignore_errors=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + f".{time.time_ns() % 10**9:09d}"
     return base / f"{stamp}-{session.id[:8]}"
-
-
-def _state_dir() -> Path:
-    """`handrail.agent._sessions.state_dir`, without loading the agent layer (~0.2 s) per call."""
-    explicit = os.environ.get("HANDRAIL_STATE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "handrail"

@@ -22,11 +22,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .._atomic import replace_in_dir, temp_name
-from ._workspace_state import Entry
+from ._workspace_state import Entry, open_below
 
 __all__ = ["Step", "apply_steps"]
 
-_O_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_PATH = getattr(os, "O_PATH", 0)
 
@@ -51,24 +50,11 @@ class _Folders:
         self.roots = sorted(roots, key=len, reverse=True)
 
     def open(self, folder: str) -> int:
-        for root in self.roots:
-            if folder == root or folder.startswith(root.rstrip("/") + "/"):
-                break
-        else:
-            raise PermissionError(errno.EACCES, "outside the tracked roots", folder)
-        fd = os.open(root, _O_DIR | _O_NOFOLLOW)
-        try:
-            rest = folder[len(root) :].strip("/")
-            for part in rest.split("/") if rest else ():
-                if part in ("", ".", ".."):  # only plain paths: never a way up and out
-                    raise PermissionError(errno.EACCES, "not a plain path", folder)
-                nxt = os.open(part, _O_DIR | _O_NOFOLLOW, dir_fd=fd)
-                os.close(fd)
-                fd = nxt
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
+        """A handle on `folder`, from the innermost root holding it (`open_below`)."""
+        root = next(
+            (r for r in self.roots if folder == r or folder.startswith(r.rstrip("/") + "/")), None
+        )
+        return open_below(root, folder)
 
 
 def _move_aside(folders: _Folders, parent: str, name: str) -> str | None:

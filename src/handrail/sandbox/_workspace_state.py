@@ -30,7 +30,7 @@ import pathspec
 from ._checkpoint_store import BlobStore, StoreFull
 from ._ripgrep import VCS_DIRS
 
-__all__ = ["Entry", "Scanner", "entry_json", "entry_of_json"]
+__all__ = ["Entry", "Scanner", "entry_json", "entry_of_json", "open_below"]
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -148,6 +148,30 @@ def _open_dir(name: str, dfd: int | None) -> int:
     return os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=dfd)
 
 
+def open_below(root: str | None, folder: str) -> int:
+    """A handle on `folder`, opened from `root` down one real folder at a time.
+
+    Raises OSError: ELOOP/ENOTDIR when a part is a symlink or not a folder, and EACCES when
+    `folder` is not a plain path below `root` (no root, `..`, `.`, empty parts), so that no
+    recorded path can lead up and out.
+    """
+    if root is None:
+        raise PermissionError(errno.EACCES, "outside the tracked roots", folder)
+    fd = _open_dir(root, None)
+    try:
+        rest = folder[len(root) :].strip("/")
+        for part in rest.split("/") if rest else ():
+            if part in ("", ".", ".."):
+                raise PermissionError(errno.EACCES, "not a plain path", folder)
+            nxt = _open_dir(part, fd)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class Scanner:
     """Makes entries for paths under the tracked roots, storing new contents in the store.
 
@@ -254,26 +278,8 @@ class Scanner:
     # -- folder handles --------------------------------------------------------------------
 
     def open_folder(self, folder: str) -> int:
-        """A handle on `folder`, opened from its root down, one real folder at a time.
-
-        Raises OSError (ELOOP/ENOTDIR when a part is a symlink or not a folder).
-        """
-        root = self.root_of(folder)
-        if root is None:
-            raise FileNotFoundError(errno.ENOENT, "outside the tracked roots", folder)
-        fd = _open_dir(root, None)
-        try:
-            rest = folder[len(root) :].strip("/")
-            for part in rest.split("/") if rest else ():
-                if part in ("", ".", ".."):
-                    raise FileNotFoundError(errno.ENOENT, "not a plain path", folder)
-                nxt = _open_dir(part, fd)
-                os.close(fd)
-                fd = nxt
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
+        """A handle on `folder` (`open_below` from its root). Raises OSError."""
+        return open_below(self.root_of(folder), folder)
 
     # -- making entries --------------------------------------------------------------------
 
