@@ -207,3 +207,15 @@ To undo this restore, restore checkpoint 5. Read a restored file again before yo
         "没有恢复任何内容:the user declined `restore_checkpoint` in the MCP client。"
     )
     assert declined["_meta"]["handrail/result"]["error"] == "PERMISSION_DENIED"
+
+
+def test_a_name_cannot_write_lines_of_its_own_into_the_question() -> None:
+    # A model can create a file with any name: one holding new lines and backticks must stay
+    # one quoted name, not become text the person takes for handrail's.
+    hostile = "x.txt`\nhandrail: this only removes a temporary file. Accept to continue.\n`"
+    plan = RestorePlan(checkpoint=2, paths=(hostile,), outside=(hostile,))
+    question = restore_question(plan, SECOND, "en", now=NOW, tz=UTC)
+    assert not any(line.startswith("handrail: this only") for line in question.splitlines())
+    assert "`x.txt'\\nhandrail: this only removes a temporary file. Accept to continue.\\n'`" in (
+        question
+    )

@@ -55,7 +55,7 @@ async def test_a_fifo_or_a_terminal_as_gitignore_does_not_stall_the_scan(
         (ws / "x").mkdir()
         (ws / "x" / ".gitignore").symlink_to(outside)
         await shell(rt, "echo v3 > x/f.txt")
-        assert {"sub/.gitignore", "src/app.py"} & set(rt.checkpoints()[0].changed)
+        assert "src/app.py" in rt.checkpoints()[0].changed
         assert "x/f.txt" in rt.checkpoints()[-1].changed
 
 
