@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-BASE = "828ca37"
+BASE = "9eee773"
 """The release before the current work (the commit it started from)."""
 
 WORKTREE = "worktree"
