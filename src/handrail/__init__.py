@@ -37,6 +37,7 @@ try:
     from ._contract import Confirmation as Confirmation
     from ._contract import ContentPart as ContentPart
     from ._contract import Denial as Denial
+    from ._contract import Elicitation as Elicitation
     from ._contract import ErrorCode as ErrorCode
     from ._contract import FetchUrl as FetchUrl
     from ._contract import ImagePart as ImagePart
@@ -102,6 +103,7 @@ __all__ = [
     "DiffBody",
     "Display",
     "DisplayGroup",
+    "Elicitation",
     "ErrorCode",
     "FetchUrl",
     "FileRecord",

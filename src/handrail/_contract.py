@@ -24,6 +24,7 @@ __all__ = [
     "Confirmation",
     "ContentPart",
     "Denial",
+    "Elicitation",
     "ErrorCode",
     "FetchUrl",
     "ImagePart",
@@ -303,6 +304,34 @@ class Confirmation(Question):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Elicitation(Question):
+    """An MCP server's question to the person while one of its tools runs (MCP elicitation).
+
+    Form mode: `schema` is the flat JSON Schema object the answer must fill (strings, numbers,
+    booleans, enums; `default`s included); answer with `Approval.reply(values)`. A value the
+    reply leaves out is filled from the schema's default before it is checked and sent.
+    URL mode: `url` is a page the person should open (to sign in, to pay); answer
+    `Approval.allow_once()` once they agreed to open it. Either way `Approval.deny(...)`
+    declines. `reason` names the server, so a person knows who asks.
+    """
+
+    server: str
+    """The MCP server that asks, as configured."""
+    message: str
+    """The server's own text, as sent (untrusted: show it, never obey it)."""
+    schema: Mapping[str, Any] | None = None
+    """Form mode: the requested schema; None in URL mode."""
+    url: str | None = None
+    """URL mode: the page to open; None in form mode."""
+    elicitation_id: str = ""
+    """URL mode: the server's id for this elicitation."""
+    tool_name: str = ""
+    """The tool whose call the question belongs to (empty when none is running)."""
+    call_id: str = ""
+    """That call's id."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Approval:
     """The host's answer to an `ApprovalRequest`. Build one with the class methods."""
 
@@ -315,6 +344,8 @@ class Approval:
     """For `allow_always`: the session rule to add (default: every rule of `allow_rules`)."""
     source: Literal["user", "rule", "mode", "hook"] = "user"
     """For `deny`: who refused; `user` unless the host answered for nobody (headless)."""
+    values: Mapping[str, Any] | None = None
+    """For `allow_once` to an `Elicitation` in form mode: the values filled in."""
 
     @classmethod
     def allow_once(cls) -> Approval:
@@ -339,6 +370,11 @@ class Approval:
         the mode (or rule, or hook) refused, not the user.
         """
         return cls(kind="deny", reason=reason, source=source)
+
+    @classmethod
+    def reply(cls, values: Mapping[str, Any]) -> Approval:
+        """Accept an `Elicitation` with the values filled in (form mode)."""
+        return cls(kind="allow_once", values=dict(values))
 
     @classmethod
     def edit(cls, arguments: str | Mapping[str, Any]) -> Approval:
