@@ -13,8 +13,10 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from inline_snapshot import snapshot
 
 from handrail._cli._call import parse_arguments
 from handrail._cli._call_session import RESULTS_KEPT
@@ -343,6 +345,52 @@ def test_json_output_holds_the_whole_result(workspace: Path) -> None:
         run(workspace, "write_file", "file_path=n", "content=1\n", "-y", "--json").stdout
     )
     assert ok["ok"] is True and ok["diff"].startswith("--- a/n")
+
+
+def test_json_output_holds_the_parts_and_the_structured_content(workspace: Path) -> None:
+    # An MCP server's tools answer with an image and with structured content; `--json` prints
+    # them as MCP content blocks, base64 kept, and the structured content as it came.
+    servers = Path(__file__).parent / "mcp" / "servers"
+    config = workspace.parent / "xdg" / "handrail"
+    config.mkdir(parents=True)
+    entry = {"command": sys.executable, "args": [str(servers / "content_server.py")]}
+    (config / "mcp.json").write_text(json.dumps({"mcpServers": {"content": entry}}))
+
+    def call_json(tool: str, *args: str) -> dict[str, Any]:
+        out = run(workspace, tool, *args, "-y", "--json")
+        data = json.loads(out.stdout)
+        return {k: data[k] for k in ("ok", "error", "content", "parts", "structured")}
+
+    assert call_json("mcp__content__failing_picture") == snapshot(
+        {
+            "ok": False,
+            "error": "EXECUTION_ERROR",
+            "content": """\
+the camera jammed
+[image: image/png, 69 bytes]\
+""",
+            "parts": [
+                {"type": "text", "text": "the camera jammed"},
+                {
+                    "type": "image",
+                    "data": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC",
+                    "mimeType": "image/png",
+                },
+            ],
+            "structured": None,
+        }
+    )
+    assert call_json("mcp__content__weather", "city=Oslo") == snapshot(
+        {
+            "ok": True,
+            "error": None,
+            "content": "Oslo: 21.5 C",
+            "parts": [],
+            "structured": {"city": "Oslo", "temperature": 21.5},
+        }
+    )
+    # A text result has no parts: its text is `content`.
+    assert call_json("read_file", "file_path=notes.txt")["parts"] == []
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 import uuid
@@ -577,6 +578,67 @@ async def test_an_invalid_answer_is_refused_and_can_be_given_again(
     out = await agent.ainvoke(Command(resume={"type": "approve"}), config())
     assert runs(tmp_path / "notes.log") == ["milk"]
     assert results(out["messages"])["c1"].content == "saved 'milk'"
+
+
+EDIT_BATCH = {
+    "file_path": "notes.txt",
+    "edits": [
+        {"old_string": "milk", "new_string": "oat milk"},
+        {"old_string": "tea", "new_string": "coffee"},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("decision", "after"),
+    [
+        ({"type": "approve"}, "oat milk\ncoffee\n"),
+        (
+            {
+                "type": "edit",
+                "edited_action": {
+                    "name": "edit_file",
+                    "args": {**EDIT_BATCH, "edits": [{"old_string": "tea", "new_string": "water"}]},
+                },
+            },
+            "milk\nwater\n",
+        ),
+    ],
+    ids=["approve", "edit"],
+)
+async def test_a_tool_with_nested_models_asks_and_is_answered(
+    tmp_path: Path, runtimes: list[Runtime], decision: dict[str, Any], after: str
+) -> None:
+    # edit_file's arguments refer to a model of their own (`edits` items: `$defs/EditItem`).
+    (tmp_path / "notes.txt").write_text("milk\ntea\n")
+    rt = Runtime(Registry([ReadFile(), EditFile()]), root=tmp_path)
+    runtimes.append(rt)
+    agent = create_agent(
+        model(
+            [call("read_file", {"file_path": "notes.txt"}, "r1")],
+            [call("edit_file", EDIT_BATCH, "e1")],
+            "done",
+        ),
+        tools=tools(rt),
+        checkpointer=InMemorySaver(),
+    )
+    out = await agent.ainvoke(ask(), config())
+    [pause] = out["__interrupt__"]
+    assert pause.value["name"] == "edit_file"
+    # What a UI renders for an edit: the tool's schema with its nested model in place.
+    edit = pause.response_schema["oneOf"][1]["properties"]["edited_action"]["properties"]
+    args = edit["args"]
+    assert "$defs" not in args and "$ref" not in json.dumps(pause.response_schema)
+    assert (
+        args["properties"]["edits"]["items"]
+        == rt.registry.get("edit_file").parameters["$defs"]["EditItem"]
+    )
+    assert (tmp_path / "notes.txt").read_text() == "milk\ntea\n"
+    out = await agent.ainvoke(Command(resume=decision), config())
+    assert "__interrupt__" not in out
+    assert results(out["messages"])["e1"].status == "success"
+    assert (tmp_path / "notes.txt").read_text() == after
+    assert out["messages"][-1].content == "done"
 
 
 async def test_approve_always_adds_the_rule_for_the_session(

@@ -30,6 +30,7 @@ from .._contract import (
     Question,
     ToolCall,
     ToolResult,
+    part_to_json,
 )
 from ..display import CallStatus, Display, terminal_text
 from ..errors import ConfigurationError
@@ -383,7 +384,12 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
 
 
 def as_json(result: ToolResult) -> dict[str, Any]:
-    """The result as a JSON object (`--json`)."""
+    """The result as a JSON object (`--json`): every field, `parts` as MCP content blocks.
+
+    `parts` is `[]` for a text result (its text is `content`); each part is in the one JSON
+    shape a part has (`part_to_json`: `type`, its fields, base64 data as it came,
+    `annotations`, `_meta`). `structured` is the structured content, or null.
+    """
     return {
         "ok": result.ok,
         "tool": result.tool_name,
@@ -404,6 +410,8 @@ def as_json(result: ToolResult) -> dict[str, Any]:
         },
         "metadata": json.loads(json.dumps(dict(result.metadata), default=str)),
         "duration": result.duration,
+        "parts": [part_to_json(p) for p in result.parts],
+        "structured": None if result.structured is None else dict(result.structured),
     }
 
 

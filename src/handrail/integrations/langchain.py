@@ -62,6 +62,7 @@ from ..errors import ConfigurationError
 from ..permissions import parse_rule, rules_to_allow
 from ..runtime import Runtime
 from ._common import SessionArg, approval_payload, portal_for, result_artifact, session_for
+from ._inline_refs import inline_refs
 
 try:
     from langchain_core.messages import AIMessage, ToolMessage
@@ -237,7 +238,9 @@ def _decision_schema(name: str, parameters: Mapping[str, Any]) -> Any:
     """The `response_schema` of one tool's interrupts: LangGraph checks answers against it.
 
     What clients see is the JSON Schema of the four decisions, the edit's `name` pinned to
-    this tool and its `args` showing the tool's own schema (handrail validates them, after).
+    this tool and its `args` showing the tool's own schema (handrail validates them, after),
+    its references inlined: nested here, a `$ref` to the tool's `$defs` would name nothing
+    (pydantic, making LangGraph's copy, would fail on it).
     """
 
     def same_tool(decision: Any) -> Any:
@@ -256,7 +259,7 @@ def _decision_schema(name: str, parameters: Mapping[str, Any]) -> Any:
     message = {"type": "string"}
     action = {
         "type": "object",
-        "properties": {"name": {"const": name}, "args": dict(parameters)},
+        "properties": {"name": {"const": name}, "args": inline_refs(parameters)},
         "required": ["name", "args"],
     }
     shown = {

@@ -1,9 +1,13 @@
 """An MCP call result as a `ToolResult`, every content block kept as a part.
 
-Text-only results stay plain text (no parts), so the common case costs nothing extra. Anything
-else keeps its blocks in order as `ContentPart`s, with their annotations and `_meta`, so
-`handrail serve` can hand a client the same content the upstream server produced; `content`
-is then the text view, for formats that take only text.
+Text-only results with nothing but text stay plain text (no parts), so the common case costs
+nothing extra. Anything else keeps its blocks in order as `ContentPart`s, with their
+annotations and `_meta`, so `handrail serve` can hand a client the same content the upstream
+server produced; `content` is then the text view, for formats that take only text.
+
+Invariant: a text-only result reads the same whether or not its parts are kept. Its `content`
+is its texts joined by new lines either way, and every provider sends parts that are all text
+as that `content` (`providers._media.plan`), so annotated text costs the model nothing.
 """
 
 from __future__ import annotations
@@ -49,7 +53,9 @@ def to_result(
     metadata: dict[str, Any] = {"mcp_server": server, "mcp_tool": remote_name}
     if result.meta:
         metadata["mcp_meta"] = dict(result.meta)
-    kept = () if text_only else parts
+    # Parts that are plain text and nothing more would repeat `content`: only the blocks'
+    # annotations and `_meta` are worth carrying (for `serve` and transcripts).
+    kept = () if text_only and not any(p.annotations or p.meta for p in parts) else parts
     if result.is_error:
         failure = ToolResult.failure(
             ErrorCode.EXECUTION_ERROR,

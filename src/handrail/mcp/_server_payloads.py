@@ -1,14 +1,16 @@
 """What `handrail serve` puts on the MCP wire: tool entries, call results, approval texts.
 
 Pure functions over JSON dicts (no SDK import), so every payload can be snapshot-tested and
-the SDK is loaded only when a server actually starts. Texts a model or a user reads come in
-English and Chinese. The checkpoint tools' entries, the question a restore puts to the user and
-their results (`serve(offer_restore=True)`) are here too.
+the SDK is loaded only when a server actually starts; `ProgressNumbers`, a call's progress
+values, is the one piece of state. Texts a model or a user reads come in English and
+Chinese. The checkpoint tools' entries, the question a restore puts to the user and their
+results (`serve(offer_restore=True)`) are here too.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -45,6 +47,7 @@ __all__ = [
     "RESTORE_CHECKPOINT",
     "RESTORE_META_KEY",
     "RESULT_META_KEY",
+    "ProgressNumbers",
     "approval_message",
     "call_result",
     "checkpoint_tool_entries",
@@ -423,6 +426,52 @@ def progress_text(event: ProgressEvent) -> str:
         if isinstance(last, str) and last.strip():
             text = last.strip()
     return text if len(text) <= _PROGRESS_CHARS else text[: _PROGRESS_CHARS - 1] + "…"
+
+
+def _number(value: object) -> float | None:
+    """A finite JSON number as a float; None for anything else (a bool is not a number here)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+class ProgressNumbers:
+    """The `progress` and `total` of one call's progress notifications, in order.
+
+    A tool's report with a number (`ctx.progress(..., progress=3, total=10)`, or an upstream
+    MCP server's notification) goes out as reported, with its `total` when it has one. MCP
+    requires every notification's `progress` to be above the last one, so:
+
+    - reports with no number, before any with one, are counted: 1, 2, 3, with no total;
+    - a report that would not rise (no number after numbered ones, or a number that goes
+      back or repeats) rises by the least a float can above the last value sent, with the
+      total it reports (a report without a number: the last total sent), so the client's bar
+      stays where it was and the report's message still arrives.
+
+    Invariant: the values returned rise strictly, and a rising number is never changed.
+    """
+
+    def __init__(self) -> None:
+        self._last: float | None = None
+        self._total: float | None = None
+        self._counting = True  # only reports without numbers so far: the values are a count
+
+    def next(self, event: ProgressEvent) -> tuple[float, float | None]:
+        """The `progress` and `total` to send for `event`, the next report of the call."""
+        own = _number(event.data.get("progress"))
+        if own is not None:
+            self._counting = False
+            self._total = _number(event.data.get("total"))
+            if self._last is None or own > self._last:
+                self._last = own
+                return own, self._total
+        elif self._counting:
+            self._last = (self._last or 0.0) + 1.0
+            return self._last, None
+        assert self._last is not None  # a report with a number has been sent
+        self._last = math.nextafter(self._last, math.inf)
+        return self._last, self._total
 
 
 # -- checkpoints (serve(offer_restore=True)) ------------------------------------------------
