@@ -50,6 +50,10 @@ try:
     from ._contract import ResourceLinkPart as ResourceLinkPart
     from ._contract import ResourcePart as ResourcePart
     from ._contract import RunCommand as RunCommand
+    from ._contract import Sampler as Sampler
+    from ._contract import SamplingMessage as SamplingMessage
+    from ._contract import SamplingRequest as SamplingRequest
+    from ._contract import SamplingResult as SamplingResult
     from ._contract import SwitchMode as SwitchMode
     from ._contract import TextPart as TextPart
     from ._contract import ToolCall as ToolCall
@@ -127,6 +131,10 @@ __all__ = [
     "ResourcePart",
     "RunCommand",
     "Runtime",
+    "Sampler",
+    "SamplingMessage",
+    "SamplingRequest",
+    "SamplingResult",
     "Session",
     "Settings",
     "StateUpdate",

@@ -18,7 +18,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ._contract import Approval, ApprovalRequest, Approver, Confirmation, ProgressEvent, Question
+from ._contract import (
+    Approval,
+    ApprovalRequest,
+    Approver,
+    Confirmation,
+    Elicitation,
+    ProgressEvent,
+    Question,
+    Sampler,
+)
 
 __all__ = [
     "FileRecord",
@@ -122,6 +131,9 @@ class Session:
     turn: int | None = None
     """The host's turn counter (the agent's user turns): checkpoints taken during a turn carry
     it, so a host can put the files back to where a turn began."""
+    sampler: Sampler | None = None
+    """The model that answers tools' requests for a completion (MCP sampling), or None: such
+    requests are refused. An `Agent` sets its own when the session has none."""
     _closers: list[Callable[[], Awaitable[None]]] = field(
         default_factory=list[Callable[[], Awaitable[None]]], repr=False
     )
@@ -358,7 +370,7 @@ class ToolContext:
             )
 
     async def ask(self, question: Question) -> Approval:
-        """Ask the person behind this call something (a `Confirmation`), and wait for the answer.
+        """Ask the person behind this call something (a `Confirmation`, an `Elicitation`).
 
         The question names this call and tool; who asks (a sub-agent's label) is filled in on
         the way. With nobody to ask (no approver), or an approver that fails or answers
@@ -370,7 +382,7 @@ class ToolContext:
             # another call as approved.
             return Approval.deny("A tool cannot ask for a call's approval.", source="mode")
         question = replace(question, agent="")
-        if isinstance(question, Confirmation):
+        if isinstance(question, Confirmation | Elicitation):
             question = replace(question, call_id=self.call_id, tool_name=self.tool_name)
         if self.approver is None:
             return Approval.deny("Nobody could be asked.", source="mode")
@@ -384,7 +396,7 @@ class ToolContext:
         if answer.kind == "allow_always" and not (
             isinstance(question, Confirmation) and question.always
         ):
-            return Approval.allow_once()
+            return replace(answer, kind="allow_once", rule=None)  # filled-in values are kept
         return answer
 
     def update_state(self, update: StateUpdate) -> None:

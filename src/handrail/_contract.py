@@ -37,6 +37,10 @@ __all__ = [
     "ResourceLinkPart",
     "ResourcePart",
     "RunCommand",
+    "Sampler",
+    "SamplingMessage",
+    "SamplingRequest",
+    "SamplingResult",
     "SwitchMode",
     "TextPart",
     "ToolCall",
@@ -394,6 +398,52 @@ class Approver(Protocol):
     """
 
     def __call__(self, request: Question, /) -> Awaitable[Approval]: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SamplingMessage:
+    """One message of a conversation a tool wants the model to continue."""
+
+    role: Literal["user", "assistant"]
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SamplingRequest:
+    """A tool's request for one completion from the session's model (MCP sampling).
+
+    The model answers with text only and without tools. Model preferences, temperature and
+    stop sequences are the asking server's hints; the session's model keeps its own settings.
+    """
+
+    requester: str
+    """Who asks, as a person reads it (e.g. "MCP server `docs`")."""
+    messages: tuple[SamplingMessage, ...]
+    system: str = ""
+    """The system prompt the asker wants (empty: none)."""
+    max_tokens: int
+    """The most output tokens the asker wants."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SamplingResult:
+    """The model's answer to a `SamplingRequest`."""
+
+    text: str
+    model: str
+    stop_reason: Literal["endTurn", "maxTokens", "stopSequence"] = "endTurn"
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class Sampler(Protocol):
+    """Answers `SamplingRequest`s with a model: `Agent` gives its session one.
+
+    It raises an exception whose message says why it cannot answer (a budget spent, the
+    model failing); the asking tool passes that message on.
+    """
+
+    def __call__(self, request: SamplingRequest, /) -> Awaitable[SamplingResult]: ...
 
 
 # -- content parts ------------------------------------------------------------------------------

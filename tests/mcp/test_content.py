@@ -121,15 +121,12 @@ async def test_an_error_keeps_its_content_parts(tmp_path: Path, content: McpTool
     assert r.content.startswith("the camera jammed\n[image: image/png")
 
 
-async def test_a_tool_that_requires_tasks_is_not_listed_and_says_why(content: McpTools) -> None:
+async def test_a_tool_that_requires_tasks_is_listed(tmp_path: Path, content: McpTools) -> None:
     names = [t.name for t in content.tools]
-    assert "mcp__content__long_job" not in names
-    assert content.skipped == snapshot(
-        {
-            "content/long_job": "it requires MCP tasks (execution.taskSupport is required); "
-            "handrail calls tools directly, so it is not listed"
-        }
-    )
+    assert "mcp__content__long_job" in names and content.skipped == {}
+    # This server answers a task request with a plain result: that result is the answer.
+    r = await runtime(tmp_path, content).call("mcp__content__long_job", {})
+    assert (r.ok, r.content) == (False, "long_job must run as a task")
     # Optional task support: called directly, like any tool.
     assert "mcp__content__maybe_task" in names
 
@@ -189,7 +186,7 @@ async def test_serve_passes_every_content_type_through_unchanged(
             listed = {t.name: t for t in (await client.list_tools()).tools}
             got = [await client.call_tool(f"mcp__content__{n}", a) for n, a in calls]
     assert listed["mcp__content__weather"].output_schema == upstream.WEATHER_SCHEMA
-    assert "mcp__content__long_job" not in listed
+    assert "mcp__content__long_job" in listed  # served as a plain tool, run upstream as a task
     for want, have in zip(expected, got, strict=True):
         assert blocks(have) == blocks(want)
         assert have.structured_content == want.structured_content

@@ -5,8 +5,10 @@ the final answer on stdout), `json` (one result object at the end), `stream-json
 as a JSON line, ending with the same result object). Calls that would ask for approval are
 denied, and the model is told which rule would allow them, unless stdin and stderr are a
 terminal and the output is text: then the terminal asks, with the choices and keys of
-`handrail chat`. Ctrl-C interrupts the run (every started call still gets a result, and the
-session can be resumed); a second Ctrl-C quits.
+`handrail chat`. So is an MCP server's question (a form to fill in, a page to open): asked on
+that terminal, else declined, with a notice on stderr naming the server. Ctrl-C interrupts
+the run (every started call still gets a result, and the session can be resumed); a second
+Ctrl-C quits.
 
 A run keeps checkpoints of the workspace (a replay, or a fresh run with `--no-save`, keeps
 none), so a saved session can go back:
@@ -36,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .._context import PermissionMode
-from .._contract import Approval, Confirmation, Question
+from .._contract import Approval, Confirmation, Elicitation, Question
 from ..display import terminal_text
 from ._common import CliError, CommonOptions, json_text, load_tool_set, make_runtime
 
@@ -320,6 +322,7 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
             )
         elif ns.output_format == "text" and sys.stdin.isatty() and sys.stderr.isatty():
             approver = _terminal(opts.root, rt)
+        out.headless = approver is None
         agent = Agent(
             client,
             rt,
@@ -549,6 +552,8 @@ class _Output:
         self.stderr = stderr
         self.result: RunResult | None = None
         """The run's result once it finished (printed even if the process is stopping)."""
+        self.headless = False
+        """Nobody answers the run's questions: an MCP server's question gets a notice."""
 
     def _line(self, stream: TextIO, text: str) -> None:
         try:
@@ -566,10 +571,16 @@ class _Output:
 
     def event(self, event: Event) -> None:
         """One event of the run."""
-        from ..agent import RunFinished
+        from ..agent import ApprovalAsked, RunFinished
 
         if isinstance(event, RunFinished):
             self.result = event.result
+        if (
+            self.headless
+            and isinstance(event, ApprovalAsked)
+            and isinstance(event.request, Elicitation)
+        ):
+            self.note(declined_headless(event.request))
         if self.fmt == "stream-json":
             if event.type != "result":
                 self._line(self.stdout, json_text(event.to_json()))
@@ -613,6 +624,17 @@ class _Output:
             "result": result.to_json() if result is not None else None,
         }
         self._line(self.stdout, json_text(report))
+
+
+def declined_headless(question: Elicitation) -> str:
+    """The notice for an MCP server's question that nobody could answer in this run."""
+    during = f" during {question.tool_name}" if question.tool_name else ""
+    what = "to open a page" if question.url is not None else "to fill in a form"
+    return (
+        f"MCP server `{question.server}` asked {what}{during} ({_short(question.message, 80)}): "
+        "declined, because nobody can answer in a headless run; run it on a terminal (handrail "
+        "chat, or handrail run with text output) to answer"
+    )
 
 
 def _progress(data: dict[str, Any]) -> str | None:

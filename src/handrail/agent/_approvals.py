@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Literal
 
-from .._contract import Approval, ApprovalRequest, Approver, Confirmation, Question
+from .._contract import Approval, ApprovalRequest, Approver, Confirmation, Elicitation, Question
 from ..display import CallStatus
 from ..permissions import rules_to_allow
 from ..runtime import Runtime
@@ -98,6 +98,6 @@ def _about(question: Question) -> Literal["call", "confirmation", "question"]:
 def _call_id(question: Question) -> str:
     if isinstance(question, ApprovalRequest):
         return question.call.id
-    if isinstance(question, Confirmation):
+    if isinstance(question, Confirmation | Elicitation):
         return question.call_id
     return ""

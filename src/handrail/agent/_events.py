@@ -11,7 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
-from .._contract import Approval, ApprovalRequest, Confirmation, Question, ToolCall, ToolResult
+from .._contract import (
+    Approval,
+    ApprovalRequest,
+    Confirmation,
+    Elicitation,
+    Question,
+    ToolCall,
+    ToolResult,
+)
 from ..display import Display
 from ._conversation import AssistantMessage, Usage, result_to_json
 
@@ -209,6 +217,15 @@ class ApprovalAsked(Event):
                 out["call_id"] = r.call_id
                 out["tool_name"] = r.tool_name
                 out["question"] = {"topic": r.topic, "subject": r.subject, "always": r.always}
+            elif isinstance(r, Elicitation):  # what is asked, never what is answered
+                out["call_id"] = r.call_id
+                out["tool_name"] = r.tool_name
+                out["question"] = {
+                    "server": r.server,
+                    "mode": "url" if r.url is not None else "form",
+                    "url": r.url,
+                    "fields": sorted((r.schema or {}).get("properties") or {}),
+                }
         return _with_display(out, self.display)
 
 

@@ -26,9 +26,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from .._contract import Approver, ErrorCode, ProgressEvent, ToolCall, ToolResult
+from .._contract import (
+    Approver,
+    ErrorCode,
+    ProgressEvent,
+    SamplingRequest,
+    SamplingResult,
+    ToolCall,
+    ToolResult,
+)
 from ..display import CallProgress
-from ..errors import ConfigurationError, ModelError
+from ..errors import ConfigurationError, HandrailError, ModelError
 from ..runtime import Runtime
 from ._approvals import labelled, observed
 from ._budget import Budget
@@ -194,6 +202,9 @@ class Agent:
         self._no_tools = False
         if agents and depth < max_depth:
             offer_agents(self)
+        self._sampling = asyncio.Lock()
+        if runtime.session.sampler is None:  # MCP servers' sampling requests use this model
+            runtime.session.sampler = self.sample
 
     # -- public ------------------------------------------------------------------------------
 
@@ -709,6 +720,57 @@ class Agent:
         assert message is not None
         self._spend(message.usage)
         return message.text
+
+    async def sample(self, request: SamplingRequest) -> SamplingResult:
+        """One completion of `request` by this agent's model, counted in its budget.
+
+        A tool asks through `Session.sampler` (an MCP server's sampling request, once the
+        person allowed it). Refused when the budget is spent. One at a time: a burst of
+        requests must each see what the previous ones spent.
+        """
+        async with self._sampling:
+            return await self._sample(request)
+
+    async def _sample(self, request: SamplingRequest) -> SamplingResult:
+        over = self.budget.exceeded()
+        if over is not None:
+            raise HandrailError(f"the session's budget is spent ({over})")
+        messages: list[Message] = [
+            UserMessage(text=m.text)
+            if m.role == "user"
+            else AssistantMessage(
+                text=m.text, provider=self.client.provider, model=self.client.model
+            )
+            for m in request.messages
+        ]
+        model_request = ModelRequest(
+            model=self.client.model,
+            system=request.system,
+            messages=tuple(messages),
+            max_output_tokens=request.max_tokens,
+            locale=self.locale,
+        )
+        message: AssistantMessage | None = None
+        async with contextlib.aclosing(self.client.respond(model_request)) as items:
+            async for item in items:
+                if isinstance(item, AssistantMessage):
+                    message = item
+        assert message is not None
+        self._spend(message.usage)
+        usage = message.usage
+        self.emit(
+            Notice(
+                text=f"{request.requester} used the model: {usage.input_tokens} tokens in, "
+                f"{usage.output_tokens} out"
+            )
+        )
+        return SamplingResult(
+            text=message.text,
+            model=self.client.model,
+            stop_reason="maxTokens" if message.stop == "max_tokens" else "endTurn",
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+        )
 
     # -- approvals ---------------------------------------------------------------------------
 

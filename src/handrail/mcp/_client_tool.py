@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from .. import JsonSchemaTool, ToolContext, ToolResult
@@ -22,6 +23,10 @@ class ToolServer(Protocol):
         """Call `tool` with validated `args`; every outcome is a result or a `ToolFailure`."""
         ...
 
+    def serving(self, ctx: ToolContext) -> AbstractContextManager[None]:
+        """While `ctx`'s call runs, the server's own requests are answered on its behalf."""
+        ...
+
 
 class McpTool(JsonSchemaTool):
     """A tool of an MCP server; calls go over that server's shared connection."""
@@ -38,6 +43,7 @@ class McpTool(JsonSchemaTool):
         title: str | None = None,
         timeout: float | None = None,
         output_schema: Mapping[str, Any] | None = None,
+        task_required: bool = False,
     ) -> None:
         self.server = server.name
         """The name of the server (as configured) this tool belongs to."""
@@ -49,6 +55,8 @@ class McpTool(JsonSchemaTool):
         """The server's annotations as sent (`readOnlyHint`, `destructiveHint`, ...)."""
         self.open_world = annotations.get("openWorldHint") is not False
         """The tool may reach beyond a closed domain (the web, other systems); MCP's default."""
+        self.task_required = task_required
+        """The server runs this tool only as an MCP task (`execution.taskSupport: required`)."""
         self._server = server
         read_only = annotations.get("readOnlyHint") is True
         super().__init__(
@@ -65,4 +73,5 @@ class McpTool(JsonSchemaTool):
         )
 
     async def _call(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        return await self._server.call(self, args, ctx)
+        with self._server.serving(ctx):
+            return await self._server.call(self, args, ctx)

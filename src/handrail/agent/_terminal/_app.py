@@ -6,7 +6,8 @@ During a turn, a small live region shows what runs while finished blocks go to s
 and a key reader turns Esc into an interrupt, Shift-Tab into a mode change and anything typed
 into type-ahead for the next prompt. The run's questions (a call's approval, a tool's
 confirmation) are asked inside the turn, at the bottom of the live region, answered from the
-same keys (`_question`: the same choices and words as `handrail call` and `run`).
+same keys (`_question`: the same choices and words as `handrail call` and `run`); an MCP
+server's form or page to open (`_elicitation`) too, its fields typed in the region's input line.
 
 Ctrl-C interrupts a turn; a second one quits, whether the turn is still stopping or has
 already given the prompt back (within `EXIT_WINDOW`). At the prompt, Ctrl-C twice or Ctrl-D
@@ -30,13 +31,14 @@ from rich.live import Live
 from rich.text import Text
 
 from ..._context import PermissionMode
-from ..._contract import Approval, ApprovalRequest, Question, ToolResult
+from ..._contract import Approval, ApprovalRequest, Elicitation, Question, ToolResult
 from ...display import CallStatus
 from .._conversation import AssistantMessage
 from .._events import Event, RunResult
 from .._loop import Agent, Model
 from .._sessions import SavedSession
 from ._commands import COMMANDS, Commands
+from ._elicitation import Eliciting, OpenUrl, finish
 from ._glyphs import clean, glyphs
 from ._keys import KeyReader
 from ._question import Asking, Choice, answered, choices, pick, refusal, settle
@@ -75,6 +77,9 @@ class ChatOptions:
     """Saves an allow rule to the project's settings ("don't ask again in this project")."""
     rule_file: str = ".handrail/settings.local.json"
     """Where `save_rule` writes, as the choice names it."""
+    open_url: OpenUrl | None = None
+    """Opens the page an MCP server asks to open, once the user said yes (None:
+    `webbrowser.open`, which follows `$BROWSER`)."""
     version: str = ""
 
 
@@ -93,7 +98,7 @@ class ChatApp:
         self.last_result: RunResult | None = None
         self.history: list[CallGroup] = []
         """Groups of calls shown so far, newest last (for /expand)."""
-        self._asking: Asking | None = None
+        self._asking: Asking | Eliciting | None = None
         self._answer: asyncio.Future[Choice | str | None] | None = None
         self._one_question = asyncio.Lock()
         """The call each waiting question is about, as the run showed it."""
@@ -289,6 +294,8 @@ class ChatApp:
             finally:
                 # The turn may end before the next press: the prompt takes it as the second.
                 self._ctrl_c_in_turn = self._presses > 0
+                if isinstance(self._asking, Eliciting):  # its call ended: nobody will answer
+                    self._asking.escape()
                 refresher.cancel()
                 view.running = False
                 view.footer = None
@@ -300,7 +307,10 @@ class ChatApp:
     def interrupt(self) -> None:
         """Stop the turn: running commands are killed, every call gets a result."""
         # The run's own interrupt settles every call, the one waiting for an answer included;
-        # cancelling that answer first would leave its call without a result.
+        # cancelling that answer first would leave its call without a result. A server's
+        # question waits in the server's own task, which no interrupt reaches: declined here.
+        if isinstance(self._asking, Eliciting):
+            self._asking.escape()
         if self.agent.interrupt():
             if self.view is not None:
                 self.view.status = "Interrupting"
@@ -372,6 +382,8 @@ class ChatApp:
         asked and the answer then stay in the scrollback. Questions asked at the same time
         (calls run side by side) come one after the other.
         """
+        if isinstance(question, Elicitation):
+            return await self._elicit(question)
         async with self._one_question:
             view = self.view
             if view is None:  # not inside a turn: nobody is watching the keys
@@ -411,6 +423,22 @@ class ChatApp:
             self.console.print(answered(question, display, answer, self.glyphs))
             return answer.approval
 
+    async def _elicit(self, question: Elicitation) -> Approval:
+        """An MCP server's form or page (`_elicitation`), asked like any question of the run."""
+        async with self._one_question:
+            view = self.view
+            if view is None:
+                return Approval.deny("Nobody could be asked.", source="mode")
+            asking = Eliciting.of(question, self.glyphs)
+            view.flush()
+            view.question = self._asking = asking
+            try:
+                outcome = await asking.answer
+            finally:
+                self._asking = None
+                view.question = None
+            return await finish(asking, outcome, self.console, self.options.open_url)
+
     async def choose(self, question: Question, options: tuple[Choice, ...]) -> Choice | None:
         """Ask `question` with `options` at the bottom of the live region; None for Esc.
 
@@ -443,6 +471,9 @@ class ChatApp:
 
     def _escape(self) -> None:
         answer, asking = self._answer, self._asking
+        if isinstance(asking, Eliciting):  # a server's question: declined
+            asking.escape()
+            return
         if answer is not None and not answer.done() and asking is not None:
             # Choosing: plain "No"; typing what to do instead: "No" without it.
             answer.set_result(None if asking.reason is None else "")
@@ -456,6 +487,9 @@ class ChatApp:
 
     def _typed(self, text: str) -> None:
         answer, asking = self._answer, self._asking
+        if isinstance(asking, Eliciting):
+            asking.keys(text)
+            return
         if answer is None or answer.done() or asking is None:
             for ch in text:
                 if ch in "\x7f\b":

@@ -4,7 +4,9 @@ A person is asked a `Question`: a call's approval (`ApprovalRequest`), a tool's 
 it runs (`Confirmation`), or anything else (yes or no on its `reason`). This module holds what
 every front end shows and accepts: the choices (keys and words), the block that asks (the
 call with its proposed diff or command, the reason, the question, the numbered choices, the
-key line), which typed key picks which choice, and the `Approval` each choice gives.
+key line), which typed key picks which choice, and the `Approval` each choice gives. An MCP
+server's `Elicitation` (a form to fill in, a page to open) takes more than one key: its steps
+are `_elicitation`'s, asked from the same places.
 
 ```
 ? Edit calc.py  +1 -1
@@ -43,9 +45,18 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.segment import Segment
 from rich.text import Text
 
-from ..._contract import Approval, ApprovalRequest, Approver, Confirmation, Question, ToolCall
+from ..._contract import (
+    Approval,
+    ApprovalRequest,
+    Approver,
+    Confirmation,
+    Elicitation,
+    Question,
+    ToolCall,
+)
 from ...display import CallStatus, Display, DisplayGroup, terminal_text
 from ...permissions import rules_to_allow
+from ._elicitation import OpenUrl, ask_on_lines
 from ._glyphs import Glyphs, clean, glyphs
 from ._layout import Hang, Line
 from ._render import body_rows, call_line, under_elbow, wrapped
@@ -476,14 +487,17 @@ def line_approver(
     display: Callable[[ToolCall], Display] | None = None,
     save_rule: Callable[[str], Path] | None = None,
     rule_file: str | None = None,
+    open_url: OpenUrl | None = None,
 ) -> Approver:
     """An approver that prints each question whole on `console` and reads the answer as a line.
 
     The line is a choice's key or number (`yes` and `no` too); an empty line or the end of
     input is "No", anything else asks again. After "No" to a call, a second line says what
     the agent should do instead. `display` shows the call as its tool does (the proposed
-    diff); `save_rule` and `rule_file` offer "always allow in this project". Questions asked
-    at the same time (parallel sub-agents) wait for each other.
+    diff); `save_rule` and `rule_file` offer "always allow in this project". An MCP server's
+    `Elicitation` is asked a line per field, or its page opened with `open_url` (default:
+    `webbrowser.open`) on a yes (`_elicitation`). Questions asked at the same time (parallel
+    sub-agents) wait for each other.
     """
     ascii = not (console.encoding or "").lower().replace("-", "").startswith("utf")
     g = glyphs(ascii)
@@ -491,6 +505,8 @@ def line_approver(
 
     async def approve(question: Question) -> Approval:
         async with turn:
+            if isinstance(question, Elicitation):
+                return await ask_on_lines(question, console, read_line, g, open_url)
             options = choices(question, rule_file=rule_file if save_rule is not None else None)
             d = (
                 display(question.call)

@@ -37,6 +37,7 @@ from .._events import (
     ToolCallStarted,
     TurnEnded,
 )
+from ._elicitation import Eliciting
 from ._glyphs import clean
 from ._question import Asking
 from ._render import Glyphs, call_block, group_block, group_line
@@ -101,7 +102,7 @@ class TurnView:
         self.status = "Thinking"
         self.footer: Text | None = None
         """Replaces the working line."""
-        self.question: Asking | None = None
+        self.question: Asking | Eliciting | None = None
         """The question waiting for its answer: the bottom of the region, fitted to its
         height, in place of its call's block and of the working line."""
         self.running = False
