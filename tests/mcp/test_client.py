@@ -375,7 +375,7 @@ async def test_a_server_that_cannot_start_is_reported_not_raised(tmp_path: Path)
     try:
         assert sorted(mcp.failures) == ["exits", "missing"]
         assert mcp.failures["missing"].startswith("FileNotFoundError: ")
-        assert mcp.failures["exits"] == snapshot("MCPError: Connection closed (stderr: bad token)")
+        assert mcp.failures["exits"] == snapshot("Connection closed (stderr: bad token)")
         assert {t.server for t in mcp.tools} == {"demo"}
     finally:
         await mcp.aclose()

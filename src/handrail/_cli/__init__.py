@@ -197,7 +197,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The main parser, and each subcommand's (whose errors name the subcommand)."""
-    from . import _call, _chat, _run, _serve, _sessions, _tools, _trust
+    from . import _call, _chat, _mcp_auth, _run, _serve, _sessions, _tools, _trust
     from ._common import add_common_options
 
     parser = _Parser(
@@ -219,6 +219,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     # `trust` runs no tool, so it takes no workspace or policy options.
     commands["trust"] = _trust.add_parser(cast("SubParsers", sub))
     commands["sessions"] = _sessions.add_parser(cast("SubParsers", sub))
+    commands["mcp"] = _mcp_auth.add_parser(cast("SubParsers", sub))
     return parser, commands
 
 
@@ -282,6 +283,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from ._sessions import run as run_sessions
 
         return run_sessions(args)
+    if args.command == "mcp":
+        from ._mcp_auth import run as run_mcp
+
+        return run_mcp(args)
     return _dispatch(args)
 
 

@@ -13,13 +13,14 @@ import logging
 import os
 import tempfile
 from collections.abc import AsyncGenerator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from .. import ErrorCode, ToolContext, ToolFailure, ToolResult
 from .._version import __version__
 from ._client_messages import say
+from ._client_requests import ServerRequests
 from ._client_results import to_result
 from ._client_tool import McpTool
 from ._config import McpServerConfig
@@ -51,8 +52,8 @@ def describe(exc: BaseException) -> str:
         leaf = inner[0]
     message = getattr(leaf, "message", None)
     text = message if isinstance(message, str) and message else str(leaf)
-    if isinstance(leaf, StartError):
-        return text
+    if isinstance(leaf, StartError) or type(leaf).__name__ == "MCPError":
+        return text  # our own words, or the server's error message: no class name to add
     return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
 
 
@@ -87,6 +88,16 @@ class RemoteServer:
         self._conn: Connection | None = None
         self._starting: asyncio.Task[Connection] | None = None
         self._closing: set[asyncio.Task[None]] = set()
+        self.requests = ServerRequests(self.name, root, self._live_client)
+        """The answers to the server's own requests (elicitation, sampling, roots)."""
+
+    def _live_client(self) -> Client | None:
+        conn = self._conn
+        return conn.client if conn is not None and not conn.ended else None
+
+    def serving(self, ctx: ToolContext) -> AbstractContextManager[None]:
+        """While `ctx`'s call runs, the server's questions are put to its person."""
+        return self.requests.serving(ctx)
 
     async def connection(self) -> Connection:
         """The live connection; a stopped one is replaced (concurrent callers share a start)."""
@@ -176,9 +187,16 @@ class RemoteServer:
 
         try:
             async with asyncio.timeout(self.call_timeout):
-                result = await client.call_tool(
-                    tool.remote_name, args, progress_callback=on_progress
-                )
+                if tool.task_required:  # create, poll, fetch; cancelled on the server with us
+                    from ._client_tasks import run_task
+
+                    result = await run_task(
+                        client, tool, args, ctx, server=self.name, time_limit=self.call_timeout
+                    )
+                else:
+                    result = await client.call_tool(
+                        tool.remote_name, args, progress_callback=on_progress
+                    )
         except TimeoutError as exc:
             self._check_later(conn)
             seconds = self.call_timeout or 0
@@ -310,10 +328,14 @@ class Connection:
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
+                asks = self.server.requests
                 client = Client(
                     self._transport(),
                     cache=None,
                     client_info=Implementation(name="handrail", version=__version__),
+                    elicitation_callback=asks.elicit,
+                    sampling_callback=asks.sample,
+                    list_roots_callback=asks.list_roots,
                 )
                 async with client:
                     self.client = client
@@ -349,7 +371,7 @@ class Connection:
             )
             return _watched(stdio_client(params, errlog=self._errlog), self._stream_ended)
         assert config.url is not None
-        return _watched(_http_transport(config.url, dict(config.headers)), self._stream_ended)
+        return _watched(_http_transport(config), self._stream_ended)
 
     def _stream_ended(self) -> None:
         self.ended = True
@@ -390,13 +412,25 @@ def _retrieve(future: asyncio.Future[None]) -> None:
 
 
 @asynccontextmanager
-async def _http_transport(url: str, headers: dict[str, str]) -> AsyncGenerator[Any]:
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
+async def _http_transport(config: McpServerConfig) -> AsyncGenerator[Any]:
+    """Streamable HTTP with the server's headers and OAuth (`_client_auth`).
 
-    async with create_mcp_http_client(headers=headers or None) as http:
-        async with streamable_http_client(url, http_client=http) as streams:
-            yield streams
+    A handshake refused for want of authorization ends as a `StartError` in words.
+    """
+    from mcp.client.streamable_http import streamable_http_client
+
+    from ._client_auth import authorization_failure, http_client
+
+    assert config.url is not None
+    async with http_client(config) as http:
+        async with streamable_http_client(config.url, http_client=http) as streams:
+            try:
+                yield streams
+            except Exception as exc:
+                clause = authorization_failure(exc)
+                if clause is None:
+                    raise
+                raise StartError(clause) from exc
 
 
 @asynccontextmanager

@@ -20,11 +20,11 @@ and named in one warning; a project entry with `disabled: true` may still hide a
 since that only takes tools away.
 
 A server has either `command` (stdio: `args`, `env`, `cwd`) or `url` (streamable HTTP:
-`headers`); `type` may say which (`stdio`, `http`), `timeout` caps one call in seconds and
-`disabled: true` skips the entry. `${VAR}` and `${VAR:-default}` are expanded from the
-environment in every string. Anything else (bad JSON, an unknown key, a missing variable) is a
-`ConfigurationError` naming the file and the problem: a broken file never silently means "no
-servers" or "any server".
+`headers`, and `oauth` for signing in: see `_config_oauth`); `type` may say which (`stdio`,
+`http`), `timeout` caps one call in seconds and `disabled: true` skips the entry. `${VAR}`
+and `${VAR:-default}` are expanded from the environment in every string. Anything else (bad
+JSON, an unknown key, a missing variable) is a `ConfigurationError` naming the file and the
+problem: a broken file never silently means "no servers" or "any server".
 
 Nothing here imports the `mcp` SDK.
 """
@@ -45,6 +45,7 @@ from urllib.parse import urlsplit
 from ..errors import ConfigurationError
 from ..permissions import FolderConfig, is_trusted, read_folder_config
 from ..permissions._trust import MCP_FILE, printable, refusal_notice, report_refused
+from ._config_oauth import McpOAuthConfig, destinations, parse_oauth, variables
 
 __all__ = [
     "McpServerConfig",
@@ -57,7 +58,7 @@ __all__ = [
 ]
 
 _STDIO_KEYS = frozenset({"command", "args", "env", "cwd"})
-_HTTP_KEYS = frozenset({"url", "headers"})
+_HTTP_KEYS = frozenset({"url", "headers", "oauth"})
 _COMMON_KEYS = frozenset({"type", "timeout", "disabled"})
 _KEYS = _STDIO_KEYS | _HTTP_KEYS | _COMMON_KEYS
 _TYPES = {"stdio": "stdio", "http": "http", "streamable-http": "http", "streamable_http": "http"}
@@ -83,6 +84,9 @@ class McpServerConfig:
     """HTTP: the streamable-HTTP endpoint, `http://` or `https://`."""
     headers: Mapping[str, str] = field(default_factory=dict[str, str])
     """HTTP: headers sent with every request (e.g. `Authorization`)."""
+    oauth: McpOAuthConfig | None = None
+    """HTTP: how to sign in with OAuth where discovery cannot tell (a pre-registered client,
+    scopes, the callback port...); None: sign in as the server's metadata says."""
     timeout: float | None = None
     """Seconds one call may take before it is stopped with TIMEOUT (None: the runtime's)."""
     source: Path | None = None
@@ -95,6 +99,8 @@ class McpServerConfig:
             )
         if self.timeout is not None and self.timeout <= 0:
             raise ConfigurationError(f"MCP server {self.name!r}: timeout must be positive seconds")
+        if self.oauth is not None and self.url is None:
+            raise ConfigurationError(f"MCP server {self.name!r}: `oauth` applies to a `url` only")
 
     @property
     def transport(self) -> str:
@@ -167,12 +173,33 @@ def project_mcp_servers(
 def describe_server(config: McpServerConfig, *, limit: int | None = 200) -> str:
     """`name (command args...)` or `name (url)`, on one line with control characters escaped.
 
-    The command line or URL is cut to `limit` characters (None: whole, to show before trusting).
+    An HTTP entry also says what its `headers` and `oauth` send where: every `${VAR}` a header
+    reads, and every secret, `${VAR}` and URL of `oauth`, grouped by the URL they go to
+    (`name (url; sends headers.Authorization ${TOKEN} to it; oauth.client_secret ${SECRET} to
+    https://as.example)`), so that trusting a checkout shows every host its entries hand
+    credentials to. Each part is cut to `limit` characters (None: whole, to show before
+    trusting).
     """
-    target = (
-        shlex.join([config.command, *config.args]) if config.command is not None else config.url
+    if config.command is not None:
+        target = shlex.join([config.command, *config.args])
+        sent: list[tuple[str, str]] = []
+    else:
+        target = config.url or ""
+        sent = [
+            (" ".join([f"headers.{key}", *variables(value)]), "it")
+            for key, value in config.headers.items()
+            if variables(value)
+        ]
+        if config.oauth is not None:
+            sent += destinations(config.oauth, target)
+    by_place: dict[str, list[str]] = {}
+    for what, where in sent:
+        by_place.setdefault(where, []).append(printable(what, limit))
+    shown = "".join(
+        f"; {'sends ' if i == 0 else ''}{', '.join(whats)} to {printable(where, limit)}"
+        for i, (where, whats) in enumerate(by_place.items())
     )
-    return f"{printable(config.name, limit)} ({printable(target or '', limit)})"
+    return f"{printable(config.name, limit)} ({printable(target, limit)}{shown})"
 
 
 def read_mcp_config_file(path: Path) -> dict[str, McpServerConfig | None]:
@@ -275,10 +302,12 @@ def _entry(name: str, entry: Any, path: Path, expand: bool) -> McpServerConfig |
     url = string(where, "url", data.get("url"))
     if expand:  # unexpanded, `${VAR}` may stand for the whole URL: checked once expanded
         _check_url(where, url)
+    oauth = data.get("oauth")
     return McpServerConfig(
         name=name,
         url=url,
         headers=_mapping(where, "headers", data.get("headers", {}), expand),
+        oauth=None if oauth is None else parse_oauth(where, oauth, string, _kind),
         timeout=None if timeout is None else float(timeout),
         source=path,
     )
