@@ -4,7 +4,9 @@ One command, with the repo's venv (handrail and the `mcp` SDK importable, node a
 
     python bench/mcp.py              # full run: about 6 minutes
     python bench/mcp.py --quick      # smoke run: about 1 minute
-    python bench/mcp.py --only stdio start load     # any subset of the three parts
+    python bench/mcp.py --only stdio start load     # any subset of the parts
+    python bench/mcp.py --only lazy                 # session start, 10 servers (1-2 minutes)
+    python bench/mcp.py --only tasks                # a task-required call vs a direct one
 
 The peer, `@modelcontextprotocol/server-filesystem`, is pinned in `bench/package.json` and
 `bench/package-lock.json` and installed with `npm ci` into `bench/.npm/` (gitignored) on first
@@ -43,6 +45,15 @@ exactly the same files) under the cache directory and reuses it (`--tree DIR`, `
    (initialize, initialized, tools/call with the session id), lighter on the client side. All
    clients connect first; the clock starts when they all start calling. Reports calls, errors
    (target 0), p50 / p99 and throughput. Client and server share this machine's CPUs.
+
+3. Lazy servers (`lazy`, in `bench/_mcp_lazy.py`): session start with 10 configured stdio
+   servers, spawn of a fresh `python` to its tools ready (`McpTools(...).start()` and a
+   `Registry` with the coding tools), for no servers, eager (`lazy=False`), lazy with a cold
+   cache and lazy with a warm one, interleaved; medians, best, and the ratio to no servers
+   (target: warm cache <= 1.1x). It needs neither the tree nor node.
+4. Tasks (`tasks`, in `bench/_mcp_tasks.py`): a task-required call (create, `tasks/get`,
+   `tasks/result`) against the direct call of the same tool body on the same server,
+   interleaved; p50 / p99 of each and of the per-round difference.
 
 Everything is bounded by timeouts. Results print as markdown tables; the raw numbers go to
 `bench/out/mcp.json`, server stderr to a temp file. Compare rows within one run, not across
@@ -171,7 +182,10 @@ def ensure_peer() -> str | None:
 
 
 def peer_version() -> str:
-    meta = json.loads((PEER_MAIN.parent.parent / "package.json").read_text())
+    package = PEER_MAIN.parent.parent / "package.json"
+    if not package.exists():  # `--only lazy` needs no peer
+        return "(not installed)"
+    meta = json.loads(package.read_text())
     return str(meta["version"])
 
 
@@ -1009,6 +1023,32 @@ async def run(opts: argparse.Namespace, tree: Path, log: TextIO) -> dict[str, An
             "process)\n\n" + table(header, rows3)
         )
         results["load"] = raw
+    if "lazy" in opts.only:
+        import runpy
+
+        # Loaded by path: this folder is off sys.path (it would shadow the SDK).
+        lazy_rows = runpy.run_path(str(HERE / "_mcp_lazy.py"))["lazy_rows"]
+        print(f"\nsession start with 10 servers, {opts.lazy_runs} rounds ...", flush=True)
+        rows4, raw = await lazy_rows(opts.lazy_runs, log)
+        header = ["session", "median ms", "best ms", "start() ms", "ratio", "paired", "target"]
+        out.append(
+            "**Session start with 10 configured stdio servers** (spawn to tools ready, median "
+            f"and best of {opts.lazy_runs}; `start() ms`: `McpTools.start()` and the registry "
+            "alone, in the child)\n\n" + table(header, rows4)
+        )
+        results["lazy"] = raw
+    if "tasks" in opts.only:
+        import runpy
+
+        task_overhead = runpy.run_path(str(HERE / "_mcp_tasks.py"))["task_overhead"]
+        print(f"\ntask-required calls vs direct, {opts.task_rounds} rounds ...", flush=True)
+        measured = await task_overhead(opts.task_rounds)
+        out.append(
+            "**A task-required MCP call vs the direct call of the same tool body** (one "
+            f"Python stdio server, {opts.task_rounds} interleaved rounds; a task is three "
+            "requests: create, get, result)\n\n" + table(measured.header, measured.rows)
+        )
+        results["tasks"] = measured.as_json()
     print()
     print(results["header"])
     print()
@@ -1022,7 +1062,9 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="a smoke run with few rounds")
-    parser.add_argument("--only", nargs="+", choices=("stdio", "start", "load"), default=None)
+    parser.add_argument(
+        "--only", nargs="+", choices=("stdio", "start", "load", "lazy", "tasks"), default=None
+    )
     parser.add_argument("--files", type=int, default=5000, help="files in the tree (5000)")
     parser.add_argument("--tree", default=None, help="where the tree lives (cache dir)")
     parser.add_argument("--regen", action="store_true", help="rebuild the tree")
@@ -1046,12 +1088,14 @@ def main() -> int:
     parser.add_argument("--out", default=str(HERE / "out" / "mcp.json"))
     opts = parser.parse_args()
     quick = opts.quick
-    opts.only = opts.only or ["stdio", "start", "load"]
+    opts.only = opts.only or ["stdio", "start", "load", "lazy", "tasks"]
     opts.reads = 60 if quick else 600
     opts.edits = 30 if quick else 300
     opts.globs = 5 if quick else 25
     opts.greps = 9 if quick else 51
     opts.starts = 3 if quick else 11
+    opts.lazy_runs = 3 if quick else 11
+    opts.task_rounds = 60 if quick else 400
     opts.clients = opts.clients or (20 if quick else 200)
     opts.calls = opts.calls or (20 if quick else 100)
     if opts.tree is None:
@@ -1070,7 +1114,8 @@ def main() -> int:
     except ImportError as exc:
         print(f"SKIPPED: handrail.mcp.serve does not import ({exc})")
         return 1
-    ensure_tree(tree, opts.files, opts.regen)
+    if set(opts.only) - {"lazy"}:
+        ensure_tree(tree, opts.files, opts.regen)
     log_path = Path(tempfile.gettempdir()) / f"handrail-bench-mcp-{os.getpid()}.log"
     with open(log_path, "w") as log:
         try:

@@ -5,7 +5,7 @@ from handrail import Registry, Runtime
 from handrail.builtin import coding_tools
 from handrail.mcp import McpTools
 
-async with McpTools.from_config(root) as mcp:        # starts the servers, lists their tools
+async with McpTools.from_config(root) as mcp:  # lists their tools: cached, or started
     registry = Registry(coding_tools(project_dir=root), imported=mcp.tools)
     rt = Runtime(registry, root=root)
     await rt.call("mcp__github__search_issues", {"query": "crash"})
@@ -37,10 +37,21 @@ Invariants:
 
 * Results keep every content block: text stays text; images, audio, embedded resources and
   resource links become `ContentPart`s in order, `structuredContent` becomes `structured`
-  (checked against the tool's `outputSchema`). Tools that require MCP tasks are left out with
-  the reason in `skipped`; tools where tasks are optional are called directly.
+  (checked against the tool's `outputSchema`). Tools that require MCP tasks run as tasks
+  (`_client_tasks`: created, polled at the server's interval, fetched, cancelled on the server
+  when the call is); tools where tasks are optional are called directly.
 
-Modules import one way: `_client` -> `_client_connection` (connections, calls) ->
+* Lazy servers (the default): a server's tool list is cached in handrail's private state
+  folder, keyed by a hash of its configuration (`_tool_cache`). `start()` builds the tools of a
+  server whose cached list is fresh (the server's `ttlMs`, else 24 hours) without starting it;
+  the first call of one of its tools starts it and lists its tools before that call goes out
+  (`_client_lazy`: a removed tool, a changed schema or weaker annotations are caught there).
+  A missing, stale or unreadable cache, or a changed configuration, starts the server at
+  `start()` as before; `lazy=False` starts every server and never reads or writes the cache,
+  `refresh=True` starts every server and rewrites its cache.
+
+Modules import one way: `_client` -> `_client_lazy` (servers listed from the cache) ->
+`_client_connection` (connections, calls) ->
 `_client_results` (MCP results as `ToolResult`s) and `_client_tool` (the tool class, which
 knows its server only through the `ToolServer` protocol).
 """
@@ -49,24 +60,26 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.util
 import json
 import logging
 import math
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from .. import Registry, Session
 from ..errors import ConfigurationError
 from ..validation import OutputSchema
 from ._client_connection import DEFAULT_HEALTH_TIMEOUT, RemoteServer, describe
+from ._client_lazy import ListedServer, list_server
 from ._client_tool import McpTool
-from ._config import McpServerConfig, load_mcp_config
-
-if TYPE_CHECKING:
-    import mcp_types
+from ._config import McpServerConfig, load_mcp_config, user_mcp_config_path
+from ._tool_cache import ListedTool, Listing, ToolCache, config_key
 
 __all__ = ["DEFAULT_TOKEN_BUDGET", "McpTools", "load_mcp_tools"]
 
@@ -83,16 +96,15 @@ DEFAULT_CALL_TIMEOUT = 600.0
 """Seconds one call may take when the server's config sets no `timeout`: a hung server must
 not hold a call (and the agent waiting on it) forever."""
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
-TASKS_REQUIRED = (
-    "it requires MCP tasks (execution.taskSupport is required); handrail calls tools directly, "
-    "so it is not listed"
-)
-"""Why a tool that only runs as an MCP task is left out (`McpTools.skipped`)."""
 
 
-def _require_sdk() -> None:
+def _require_sdk(*, now: bool = True) -> None:
+    """Import the SDK (`now`), or only check that it is installed (a start from the cache)."""
     try:
-        import mcp.client.client  # noqa: F401  # pyright: ignore[reportUnusedImport]
+        if now:
+            import mcp.client.client  # noqa: F401  # pyright: ignore[reportUnusedImport]
+        elif importlib.util.find_spec("mcp") is None:
+            raise ImportError("No module named 'mcp'")
     except ImportError as exc:
         raise ImportError(
             'MCP servers need the official MCP SDK: pip install "handrail[mcp]"'
@@ -103,8 +115,9 @@ class McpTools:
     """The tools of a set of MCP servers, and the servers' connections.
 
     Build one from the config files (`from_config`) or from `McpServerConfig`s; `start()` (or
-    `async with`) connects to every server and lists its tools into `tools`. Call `aclose()`
-    when done (or `close_with(session)`); a later call starts its server again.
+    `async with`) lists every server's tools into `tools`: from the cache for a server whose
+    cached list is fresh (started on the first call of one of its tools), else by starting it.
+    Call `aclose()` when done (or `close_with(session)`); a later call starts its server again.
 
     Args:
         servers: The servers, by name or as a list.
@@ -116,6 +129,9 @@ class McpTools:
         call_timeout: Seconds a call may take when the server's config sets no `timeout`; a
             call past it is TIMEOUT, and a server that then does not answer a ping within
             `health_timeout` seconds is stopped and started again on its next call.
+        lazy: Take the tools of a server whose cached list is fresh from the cache and start
+            it on first use (False: start every server and keep no cache).
+        refresh: Start every server now and rewrite its cached list (with `lazy`).
     """
 
     def __init__(
@@ -127,6 +143,8 @@ class McpTools:
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         health_timeout: float = DEFAULT_HEALTH_TIMEOUT,
+        lazy: bool = True,
+        refresh: bool = False,
     ) -> None:
         configs = (
             list(cast(Mapping[str, McpServerConfig], servers).values())
@@ -164,14 +182,19 @@ class McpTools:
         self.failures: dict[str, str] = {}
         """Servers that could not be started or listed, with the reason; they have no tools."""
         self.skipped: dict[str, str] = {}
-        """Tools left out (`server/tool`), with the reason (an invalid input schema, or the
-        tool runs only as an MCP task)."""
+        """Tools left out (`server/tool`), with the reason (an invalid input schema)."""
         self.instructions: dict[str, str] = {}
         """Each server's `instructions`, for the host's system prompt."""
         self.estimated_tokens = 0
         """The estimated size of all the tools' definitions, in tokens."""
         self.deferred = False
         """True when the tools were deferred for going over the token budget."""
+        self.lazy = lazy
+        """Whether servers with a fresh cached tool list start only when first called."""
+        self.cached: set[str] = set()
+        """The servers whose tools came from the cache (filled by `start`): not started by it."""
+        self._cache = ToolCache() if lazy else None
+        self._refresh = refresh
         self._started = False
 
     @classmethod
@@ -182,14 +205,37 @@ class McpTools:
         user_path: Path | None = None,
         token_budget: int | None = DEFAULT_TOKEN_BUDGET,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        lazy: bool = True,
     ) -> McpTools:
         """The servers of `<root>/.handrail/mcp.json` and the user's `mcp.json` (not started).
 
+        No server configured is logged as a warning naming the files looked at.
+
         Raises:
-            ConfigurationError: A config file is malformed (the message names the file).
+            ConfigurationError: `root` is not a folder, or a config file is malformed (the
+                message names the file).
         """
+        folder = Path(root)
+        if not folder.is_dir():
+            what = "does not exist" if not folder.exists() else "is not a folder"
+            raise ConfigurationError(f"MCP project folder {folder} {what}")
         servers = load_mcp_config(root, user_path=user_path)
-        return cls(servers, root=root, token_budget=token_budget, startup_timeout=startup_timeout)
+        if not servers:
+            files = [user_path or user_mcp_config_path(), folder / ".handrail" / "mcp.json"]
+            logger.warning(
+                "no MCP servers configured: looked at %s",
+                " and ".join(
+                    f"{f} ({'no server to start in it' if f.is_file() else 'not found'})"
+                    for f in files
+                ),
+            )
+        return cls(
+            servers,
+            root=root,
+            token_budget=token_budget,
+            startup_timeout=startup_timeout,
+            lazy=lazy,
+        )
 
     @property
     def servers(self) -> tuple[str, ...]:
@@ -202,25 +248,43 @@ class McpTools:
         return {name: s.restarts for name, s in self._servers.items()}
 
     async def start(self) -> list[McpTool]:
-        """Connect to every server and list its tools (once; later calls return `tools`).
+        """List every server's tools (once; later calls return `tools`).
 
-        A server that cannot be started is recorded in `failures` and logged; it does not stop
-        the others.
+        A server whose cached list is fresh is not started (it is in `cached`); the others are
+        started and listed, and their lists cached. A server that cannot be started is recorded
+        in `failures` and logged; it does not stop the others.
         """
         if self._started:
             return self.tools
-        _require_sdk()
         servers = list(self._servers.values())
-        listings = await asyncio.gather(*(self._list(s) for s in servers))
+        cached = {s.name: found for s in servers if (found := self._cached(s)) is not None}
+        to_start = [s for s in servers if s.name not in cached]
+        _require_sdk(now=bool(to_start))
+        started = await asyncio.gather(*(self._list(s) for s in to_start))
+        listings: dict[str, Listing | str] = {**cached}
+        listings.update({s.name: found for s, found in zip(to_start, started, strict=True)})
+        await self._store([(s, found) for s, found in zip(to_start, started, strict=True)])
         tools: list[McpTool] = []
-        for server, listing in zip(servers, listings, strict=True):
+        for server in servers:
+            listing = listings[server.name]
             if isinstance(listing, str):
                 self.failures[server.name] = listing
                 logger.warning("MCP server %r did not start: %s", server.name, listing)
                 continue
-            if server.instructions:
-                self.instructions[server.name] = server.instructions
-            tools.extend(self._build(server, listing))
+            if listing.instructions:
+                self.instructions[server.name] = listing.instructions
+            gate = ListedServer(
+                server,
+                listing,
+                live=server.name not in cached,
+                list_timeout=self.startup_timeout,
+                relisted=partial(self._relisted, server),
+                rebuild=self._rebuild,
+            )
+            built = self._build(gate, listing.tools)
+            gate.adopt(built)
+            tools.extend(built)
+        self.cached = set(cached)
         tools.sort(key=lambda t: t.name)
         chars = sum(_cost(t) for t in tools)
         self.estimated_tokens = math.ceil(chars / CHARS_PER_TOKEN)
@@ -233,10 +297,39 @@ class McpTools:
         self._started = True
         return tools
 
-    async def _list(self, server: RemoteServer) -> list[mcp_types.Tool] | str:
+    def _cached(self, server: RemoteServer) -> Listing | None:
+        """The server's cached list when it may stand in for the server's own."""
+        if self._cache is None or self._refresh:
+            return None
+        found = self._cache.load(config_key(server.config, server.cwd))
+        return found if found is not None and found.fresh(time.time()) else None
+
+    async def _store(self, listed: Sequence[tuple[RemoteServer, Listing | str]]) -> None:
+        cache = self._cache
+        if cache is None:
+            return
+        writes = [
+            (config_key(s.config, s.cwd), s.name, found)
+            for s, found in listed
+            if not isinstance(found, str)
+        ]
+        if writes:  # fsynced files: off the event loop
+            await asyncio.to_thread(lambda: [cache.store(*w) for w in writes])
+
+    async def _relisted(self, server: RemoteServer, listing: Listing) -> None:
+        await self._store([(server, listing)])
+
+    def _rebuild(self, gate: ListedServer, listed: ListedTool) -> McpTool | str:
+        """The tool `listed` makes now, or why it makes none (a relist of a cached server)."""
+        built = self._build(gate, [listed])
+        if built:
+            return built[0]
+        return self.skipped.get(f"{gate.name}/{listed.name}", "it cannot be imported")
+
+    async def _list(self, server: RemoteServer) -> Listing | str:
         try:
             await server.connection()  # bounded by the handshake timeout
-            return await asyncio.wait_for(server.list_tools(), self.startup_timeout)
+            return await asyncio.wait_for(list_server(server), self.startup_timeout)
         except TimeoutError:
             await server.close()
             return f"no tool list within {self.startup_timeout:g} seconds"
@@ -244,23 +337,14 @@ class McpTools:
             await server.close()
             return describe(exc)
 
-    def _build(self, server: RemoteServer, listing: Sequence[mcp_types.Tool]) -> list[McpTool]:
+    def _build(self, server: ListedServer, listing: Sequence[ListedTool]) -> list[McpTool]:
         used: set[str] = set()
         out: list[McpTool] = []
         for remote in listing:
             key = f"{server.name}/{remote.name}"
             execution = remote.execution
-            if execution is not None and execution.task_support == "required":
-                # Listing a tool no call can reach would only teach the model to fail.
-                self.skipped[key] = TASKS_REQUIRED
-                logger.warning("skipped MCP tool %s: %s", key, TASKS_REQUIRED)
-                continue
             name = tool_name(server.prefix, remote.name, used)
-            annotations = (
-                remote.annotations.model_dump(by_alias=True, exclude_none=True)
-                if remote.annotations is not None
-                else {}
-            )
+            annotations = dict(remote.annotations)
             try:
                 t = McpTool(
                     name=name,
@@ -272,6 +356,7 @@ class McpTools:
                     title=remote.title,
                     timeout=None,  # the server bounds the call itself, not its start-up
                     output_schema=_output_schema(key, remote.output_schema),
+                    task_required=execution is not None and execution.task_support == "required",
                 )
             except ConfigurationError as exc:
                 self.skipped[key] = str(exc)
@@ -316,8 +401,11 @@ async def load_mcp_tools(
     user_path: Path | None = None,
     token_budget: int | None = DEFAULT_TOKEN_BUDGET,
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+    lazy: bool = True,
 ) -> McpTools:
-    """Read the MCP config of `root` (and the user's), start the servers and list their tools.
+    """Read the MCP config of `root` (and the user's) and list the servers' tools.
+
+    Servers whose cached tool list is fresh start on first use (`lazy`); the others start now.
 
     ```python
     mcp = await load_mcp_tools(root)
@@ -326,12 +414,18 @@ async def load_mcp_tools(
     await mcp.aclose()
     ```
 
+    No server configured is logged as a warning naming the files looked at.
+
     Raises:
-        ConfigurationError: A config file is malformed.
+        ConfigurationError: `root` is not a folder, or a config file is malformed.
         ImportError: The `mcp` SDK is not installed (`pip install "handrail[mcp]"`).
     """
     tools = McpTools.from_config(
-        root, user_path=user_path, token_budget=token_budget, startup_timeout=startup_timeout
+        root,
+        user_path=user_path,
+        token_budget=token_budget,
+        startup_timeout=startup_timeout,
+        lazy=lazy,
     )
     return await tools.__aenter__()
 
