@@ -228,6 +228,62 @@ def test_a_bad_http_address_is_a_usage_error(workspace: Path, value: str) -> Non
     assert done.stdout == ""
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--stateless"], "--stateless applies to --http only"),
+        (
+            ["--http", "127.0.0.1:0", "--state-secret-file", "secret"],
+            "--state-secret-file signs stateless approvals: add --stateless",
+        ),
+    ],
+)
+def test_stateless_flags_that_cannot_apply_are_usage_errors(
+    workspace: Path, args: list[str], message: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "handrail", "serve", *args],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (2, f"handrail: error: {message}\n")
+
+
+async def test_a_state_secret_file_inside_the_root_is_hidden_from_the_tools(
+    workspace: Path,
+) -> None:
+    secret = "STATE-CANARY-" + "5" * 32
+    (workspace / "state.secret").write_text(secret + "\n")
+    (workspace / "state.secret").chmod(0o600)
+    port = free_port()
+    proc = start_serve(
+        workspace,
+        *("--http", f"127.0.0.1:{port}", "--no-auth", "--stateless"),
+        *("--state-secret-file", "state.secret"),
+    )
+    try:
+        assert proc.stderr is not None
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stderr, selectors.EVENT_READ)
+            assert sel.select(timeout=WAIT)
+            assert proc.stderr.readline().startswith("handrail: serving MCP on")
+        with anyio.fail_after(WAIT):
+            # A stateless client (2026-07-28), as the flag invites.
+            async with Client(f"http://127.0.0.1:{port}/mcp", mode="2026-07-28") as client:
+                read = await client.call_tool("read_file", {"file_path": "state.secret"})
+                shell = await client.call_tool("run_shell", {"command": "cat state.secret"})
+        assert read.is_error
+        assert secret not in text(read) + text(shell)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=WAIT)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
 async def test_serve_offers_a_sub_agent_whose_approvals_reach_the_client(
     workspace: Path,
 ) -> None:

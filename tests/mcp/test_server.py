@@ -442,6 +442,34 @@ async def test_a_stateless_era_client_is_told_which_versions_are_served(http_url
     assert "2025-11-25" in str(caught.value.error.data)
 
 
+async def test_over_stdio_too_a_stateless_era_client_is_told_which_versions_are_served(
+    workspace: Path,
+) -> None:
+    server = StdioServerParameters(
+        command=sys.executable, args=["-c", SCRIPT.format(extra=""), str(workspace)]
+    )
+    async with Client(server, mode="2026-07-28", read_timeout_seconds=WAIT) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.list_tools()
+    assert caught.value.error.code == types.UNSUPPORTED_PROTOCOL_VERSION
+    assert "2025-11-25" in str(caught.value.error.data)
+
+
+async def test_a_client_of_the_newest_sdk_falls_back_to_a_session_and_can_edit(
+    http_url: str, workspace: Path
+) -> None:
+    # `mode="auto"` probes the stateless era first; without --stateless the server refuses it,
+    # and the session the client falls back to remembers the read an edit needs.
+    (workspace / "app.py").write_text("x = 1\n")
+    async with http_client(http_url, mode="auto", read_timeout_seconds=WAIT) as client:
+        assert client.protocol_version == "2025-11-25"
+        read = await client.call_tool("read_file", {"file_path": "app.py"})
+        edit = {"file_path": "app.py", "old_string": "x = 1", "new_string": "x = 2"}
+        edited = await client.call_tool("edit_file", edit)
+    assert read.is_error is False and edited.is_error is False, text(edited)
+    assert (workspace / "app.py").read_text() == "x = 2\n"
+
+
 def test_importing_handrail_mcp_does_not_load_the_sdk() -> None:
     code = "import sys, handrail, handrail.mcp; print('mcp' in sys.modules or 'mcp_types' in sys.modules)"
     out = subprocess.run(

@@ -88,6 +88,19 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
         help="also accept requests from this browser origin, e.g. https://app.example.com "
         "(repeatable)",
     )
+    http.add_argument(
+        "--stateless",
+        action="store_true",
+        help="also serve MCP 2026-07-28 clients without a session, so replicas behind a load "
+        "balancer need no sticky sessions; such a client cannot edit files it read in an earlier "
+        "request (without this flag they fall back to a session)",
+    )
+    http.add_argument(
+        "--state-secret-file",
+        metavar="PATH",
+        help="with --stateless: the secret (at least 32 characters) that signs approvals asked "
+        "of stateless clients; give every replica the same one (default: derived from the token)",
+    )
     agent = parser.add_argument_group(
         "sub-agents",
         "offer the `agent` tool: the client's model hands a task to a sub-agent that runs on "
@@ -156,6 +169,8 @@ def _http_options(ns: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
             ("--no-auth", ns.no_auth),
             ("--allow-host", ns.allow_host),
             ("--allow-origin", ns.allow_origin),
+            ("--stateless", ns.stateless),
+            ("--state-secret-file", ns.state_secret_file),
         )
         if value
     ]
@@ -165,10 +180,15 @@ def _http_options(ns: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
         return {}, None
     if ns.no_auth and ns.token_file:
         raise CliError("--no-auth and --token-file contradict each other; drop one")
+    if ns.state_secret_file and not ns.stateless:
+        raise CliError("--state-secret-file signs stateless approvals: add --stateless")
     options: dict[str, Any] = {
         "allow_hosts": [normalize_host(h, "--allow-host") for h in ns.allow_host],
         "allow_origins": [normalize_origin(o, "--allow-origin") for o in ns.allow_origin],
+        "stateless": bool(ns.stateless),
     }
+    if ns.state_secret_file:
+        options["state_secret"] = read_token_file(ns.state_secret_file, "--state-secret-file")
     if ns.no_auth:
         host = parse_http(ns.http)[0]
         if not is_loopback(host):
@@ -195,13 +215,12 @@ async def run(ns: argparse.Namespace, opts: CommonOptions) -> int:
     setup, opened = _agent_setup(ns)
     tools = await load_tool_set(opts)
     extra = opts.settings
-    if ns.token_file:
-        # The file holding the server's token is a secret: no tool may read it, even when it
-        # lies inside the root.
+    secrets = [_absolute(p) for p in (ns.token_file, ns.state_secret_file) if p]
+    if secrets:
+        # The files holding the server's token and state secret are secrets: no tool may read
+        # them, even when they lie inside the root.
         base = extra or Settings()
-        extra = dataclasses.replace(
-            base, hidden_paths=(*base.hidden_paths, _absolute(ns.token_file))
-        )
+        extra = dataclasses.replace(base, hidden_paths=(*base.hidden_paths, *secrets))
     mode = opts.mode or (
         extra.default_mode.value if extra is not None and extra.default_mode else "accept_edits"
     )

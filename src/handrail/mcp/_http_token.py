@@ -139,14 +139,14 @@ def withdraw_token(path: Path, token: str) -> None:
             path.unlink()
 
 
-def read_token_file(path: str | Path) -> str:
-    """The token held in `path` (surrounding whitespace ignored).
+def read_token_file(path: str | Path, flag: str = "--token-file") -> str:
+    """The token held in `path` (surrounding whitespace ignored); errors name `flag`.
 
     Raises:
         ConfigurationError: The file is missing, not a regular file, not the user's own,
             readable or writable by group or others, empty, or not a usable token.
     """
-    where = f"--token-file {path}:"
+    where = f"{flag} {path}:"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY)
     except OSError as exc:

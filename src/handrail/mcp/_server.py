@@ -20,6 +20,7 @@ from .. import (
 from ._http_access import HttpSecurity, http_security
 from ._mode_ceiling import ModeCeilingPolicy
 from ._server_payloads import CHECKPOINT_TOOLS
+from ._server_state import DEFAULT_TTL, RequestStates
 
 __all__ = ["serve"]
 
@@ -46,6 +47,9 @@ async def serve(
     allow_hosts: Sequence[str] = (),
     allow_origins: Sequence[str] = (),
     offer_restore: bool = False,
+    stateless: bool = False,
+    state_secret: str | None = None,
+    state_ttl: float = DEFAULT_TTL,
 ) -> None:
     """Serve a registry's tools to MCP clients until stopped.
 
@@ -64,6 +68,20 @@ async def serve(
     naming this server (421) and, from a browser, an allowed `Origin` (403): all checked before
     any MCP processing. An elicitation answer is such a request too, so only the token holder
     on the session that was asked can approve a call.
+
+    With `stateless` (HTTP only), a 2026-07-28 client is served statelessly, so replicas
+    behind a load balancer need no sticky sessions. Each request is self-contained and gets
+    a handrail `Session` of its own: nothing a session remembers (files read, and so edits
+    of existing files; the mode; background jobs; tool_search's activations; checkpoints;
+    "allow always") carries from one request to the next. A call that asks answers
+    `InputRequiredResult`: the question, and a `requestState` signed with a key derived from
+    `state_secret`, else from the token, that any replica with the same secret or token
+    accepts with the user's answer (once per replica, for `state_ttl` seconds, for that exact
+    call and question). Without either (`auth=False`) the key is this process's own: an
+    approval must come back here. Without `stateless` (and over stdio) a 2026-07-28 request
+    is refused, naming the session-based versions (2024-11-05 to 2025-11-25), and the SDK's
+    clients fall back to the handshake: a session is what lets the model edit the files it
+    read, so it stays the default.
 
     ```python
     import asyncio, os
@@ -118,11 +136,18 @@ async def serve(
             something is put to the client's user as an elicitation, whatever the mode, rules
             or earlier answers, and a client that cannot ask is refused; the result says what
             changed, what was left, and the checkpoint that undoes it. Default: not listed.
+        stateless: HTTP: also serve 2026-07-28 clients, statelessly (see above).
+        state_secret: HTTP: the secret (at least 32 characters) that signs the `requestState`
+            of stateless approvals; give every replica the same one. Clients never see it, so
+            only a replica can make a state. Default: a key derived from the token.
+        state_ttl: HTTP: seconds a stateless approval's state stays good: the time the user
+            has to answer (default 600).
 
     Raises:
         ConfigurationError: A bad root, mode, rule, address, fallback, token, host or
             origin; no auth on a non-loopback address; the port in use or the address not
-            this machine's; with `offer_restore`, a served tool named like a checkpoint tool.
+            this machine's; with `offer_restore`, a served tool named like a checkpoint tool;
+            a `state_secret` under 32 characters or a `state_ttl` not a positive number.
         ImportError: The MCP SDK is not installed (`pip install "handrail[mcp]"`).
     """
     if ask_fallback not in ("deny", "allow"):
@@ -145,10 +170,15 @@ async def serve(
             allow_hosts=allow_hosts,
             allow_origins=allow_origins,
         )
-    elif token is not None or token_file or allow_hosts or allow_origins:
+    elif token is not None or token_file or allow_hosts or allow_origins or stateless:
         raise ConfigurationError(
-            "token, token_file, allow_hosts and allow_origins apply to http only"
+            "token, token_file, allow_hosts, allow_origins and stateless apply to http only"
         )
+    if state_secret and not stateless:
+        raise ConfigurationError("state_secret signs stateless approvals: it needs stateless")
+    states = RequestStates.for_server(
+        token=security.token if security is not None else None, secret=state_secret, ttl=state_ttl
+    )
     workspace = Path(root) if root is not None else Path.cwd()
     if not workspace.is_dir():
         raise ConfigurationError(f"root {str(workspace)!r} is not a directory")
@@ -187,12 +217,12 @@ async def serve(
             raise
         raise ImportError('handrail serve needs the MCP SDK: pip install "handrail[mcp]"') from exc
     app = app_module.McpApp(
-        runtime, ceiling, ask_fallback=ask_fallback, offer_restore=offer_restore
+        runtime, ceiling, ask_fallback=ask_fallback, offer_restore=offer_restore, states=states
     )
     try:
         if http is None or security is None:
             await app_module.run_stdio(app, ready)
         else:
-            await app_module.run_http(app, http[0], http[1], ready, security)
+            await app_module.run_http(app, http[0], http[1], ready, security, stateless=stateless)
     finally:
         await app.aclose()

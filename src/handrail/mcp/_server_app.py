@@ -20,10 +20,15 @@ Over HTTP (`run_http`) every request passes `HttpGuard` first (Host, Origin, bea
 a refused request reaches no session, tool or approval; an elicitation answer is a request
 like any other, so only the token holder on the session that was asked can give it.
 
-The server speaks the session-based MCP versions (2024-11-05 to 2025-11-25). The stateless
-2026-07-28 era has no session to hold read-before-edit state and no way to ask the user
-mid-call, so its requests are refused with UNSUPPORTED_PROTOCOL_VERSION naming the versions
-served; the SDK's own client then falls back to the handshake by itself.
+The server speaks the session-based MCP versions (2024-11-05 to 2025-11-25: the initialize
+handshake, `Mcp-Session-Id`, SSE), as above. A 2026-07-28 request is refused with
+UNSUPPORTED_PROTOCOL_VERSION naming them, and the SDK's client falls back to the handshake by
+itself: a session is what holds the files the model read, which editing needs. Over HTTP with
+`stateless` (`run_http`), a 2026-07-28 client is served statelessly instead
+(`_server_stateless.py`): `server/discover`, every request on its own with a handrail `Session`
+of its own, a call's approval asked as an `InputRequiredResult` whose signed `requestState` any
+replica holding the same token or `state_secret` accepts, and `tools/list` carrying a cache
+hint (`ttlMs`, `cacheScope`).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import anyio
 import mcp_types as types
 import uvicorn
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.caching import CacheHint
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
@@ -53,7 +59,9 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from .. import (
     Approval,
     ApprovalRequest,
+    Approver,
     Confirmation,
+    Elicitation,
     ProgressEvent,
     Question,
     Runtime,
@@ -67,8 +75,10 @@ from ._http_guard import HttpGuard
 from ._http_listen import bind_sockets, close_all
 from ._http_token import publish_token, withdraw_token
 from ._mode_ceiling import ModeCeilingPolicy
+from ._server_passthrough import REQUEST, ask_client, client_sampler
 from ._server_payloads import (
     CHECKPOINT_TOOLS,
+    ProgressNumbers,
     approval_message,
     call_result,
     deferred_note,
@@ -78,6 +88,17 @@ from ._server_payloads import (
     tool_entry,
 )
 from ._server_restore import Ask, CheckpointTools
+from ._server_state import RequestStates, call_digest
+from ._server_stateless import (
+    APPROVAL_KEY,
+    Answer,
+    StatelessAsker,
+    input_required,
+    not_remembered,
+    state_refused,
+    stateless_instructions,
+    unavailable,
+)
 from ._stdio import pipe_stdio
 
 logger = logging.getLogger("handrail.mcp")
@@ -92,6 +113,11 @@ _CANCEL_POLL = 0.01
 """Seconds between attempts to cancel a call that has not reached its run stage yet."""
 _EMPTY_FORM: dict[str, Any] = {"type": "object", "properties": {}}
 """An approval asks a yes/no question: the client's accept / decline is the whole answer."""
+_LIST_TTL_MS = 600_000
+"""How long a stateless client may reuse a `tools/list` answer (`ttlMs`). A stateless list is
+the same for every request (no session activates or hides a tool), so it changes only when
+the server is restarted with another configuration; ten minutes bounds how long a client
+keeps a list the operator has changed. `private`: it is behind the bearer token."""
 
 
 class _Server(Server[Any]):
@@ -115,20 +141,44 @@ class _Server(Server[Any]):
 
 
 async def _handshake_only(ctx: Ctx, call_next: CallNext) -> HandlerResult:
-    """Refuse 2026-07-28 (stateless) requests, naming the session-based versions served."""
-    if ctx.request_id is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+    """Refuse 2026-07-28 (stateless) requests, naming the session-based versions served (stdio).
+
+    Such a request names its version in its own `_meta` envelope: on a connection that has had
+    no handshake that is the only place it is said, and it must be refused before the SDK's
+    "not initialized" check answers with a bare INVALID_PARAMS.
+    """
+    meta: object = (ctx.params or {}).get("_meta")
+    envelope = (
+        cast(Mapping[str, object], meta).get(types.PROTOCOL_VERSION_META_KEY)
+        if isinstance(meta, Mapping)
+        else None
+    )
+    requested = envelope if envelope in MODERN_PROTOCOL_VERSIONS else ctx.protocol_version
+    if ctx.request_id is not None and ctx.method != "initialize" and _modern(requested):
         raise MCPError(
             code=types.UNSUPPORTED_PROTOCOL_VERSION,
             message=(
                 "handrail serve keeps per-session state (files read, approvals), so it speaks "
-                "the session-based MCP versions; connect with the initialize handshake"
+                "the session-based MCP versions; connect with the initialize handshake (an "
+                "HTTP server started with --stateless also serves this version)"
             ),
-            data={
-                "supported": list(HANDSHAKE_PROTOCOL_VERSIONS),
-                "requested": ctx.protocol_version,
-            },
+            data={"supported": list(HANDSHAKE_PROTOCOL_VERSIONS), "requested": requested},
         )
     return await call_next(ctx)
+
+
+def _modern(version: object) -> bool:
+    return isinstance(version, str) and version in MODERN_PROTOCOL_VERSIONS
+
+
+def _stateless(ctx: Ctx) -> bool:
+    """A 2026-07-28 request: self-contained, no session behind it (HTTP only, see `run_http`)."""
+    return _modern(ctx.protocol_version)
+
+
+def _complete(ctx: Ctx, result: dict[str, Any]) -> dict[str, Any]:
+    """A final result: 2026-07-28 results say so (`resultType`), older ones have no such field."""
+    return {**result, "resultType": "complete"} if _stateless(ctx) else result
 
 
 def _connection(ctx: Ctx) -> Connection:
@@ -162,6 +212,8 @@ class McpApp:
             elicitation: `deny` (with a reason naming the allow rule to add) or `allow`.
         offer_restore: List `list_checkpoints` and `restore_checkpoint` (the runtime must keep
             checkpoints).
+        states: Makes and checks the `requestState` of stateless approvals (default: under a
+            key of this process only).
     """
 
     def __init__(
@@ -171,9 +223,12 @@ class McpApp:
         *,
         ask_fallback: AskFallback = "deny",
         offer_restore: bool = False,
+        states: RequestStates | None = None,
     ) -> None:
         self.rt = runtime
-        self.ask_fallback = ask_fallback
+        self.ask_fallback: AskFallback = ask_fallback
+        self.states = states or RequestStates.for_server(token=None, secret=None)
+        """The signed states of stateless approvals (`_server_state.py`)."""
         self.checkpoint_tools = CheckpointTools(runtime) if offer_restore else None
         """The checkpoint tools, when offered."""
         self.ceiling = ceiling
@@ -199,10 +254,14 @@ class McpApp:
             title="handrail",
             description="Coding tools with validation, permissions and an OS sandbox.",
             instructions=notes or None,
+            cache_hints={"tools/list": CacheHint(ttl_ms=_LIST_TTL_MS, scope="private")},
         )
         self.server.add_request_handler("tools/list", types.PaginatedRequestParams, self.list_tools)
         self.server.add_request_handler("tools/call", types.CallToolRequestParams, self.call_tool)
-        self.server.middleware.append(_handshake_only)
+        self.server.add_request_handler("server/discover", types.RequestParams, self.discover)
+        # The SDK checks a stateless call's `Mcp-Param-*` headers against the tool's schema;
+        # without this it would run a whole `tools/list` (a session) before every call.
+        self.server.get_tool_input_schema = self._input_schema
         runtime.on_progress = self._on_progress
 
     # -- sessions ----------------------------------------------------------------------------
@@ -214,7 +273,7 @@ class McpApp:
         found = state.get(_SESSION_KEY)
         if isinstance(found, Session):
             return found
-        session = Session(mode=self.rt.session.mode)
+        session = Session(mode=self.rt.session.mode, sampler=client_sampler(self.rt.locale))
         state[_SESSION_KEY] = session
         self.sessions[id(session)] = session
 
@@ -239,9 +298,10 @@ class McpApp:
         """`tools/list`: the tools this session sees now, in the registry's stable order."""
         session = self.session(ctx)
         tools = [self._entry(t) for t in self.rt.tools(provider="mcp", session=session)]
-        if self.checkpoint_tools is not None:
+        # Checkpoints belong to a session: a stateless client has none to list or restore.
+        if self.checkpoint_tools is not None and not _stateless(ctx):
             tools.extend(self.checkpoint_tools.entries())
-        return {"tools": tools}
+        return _complete(ctx, {"tools": tools})
 
     def _entry(self, tool: Tool) -> dict[str, Any]:
         cached = self._entries.get(id(tool))
@@ -249,14 +309,37 @@ class McpApp:
             cached = self._entries[id(tool)] = (tool, tool_entry(tool))
         return cached[1]
 
+    def _input_schema(self, name: str) -> Any | None:
+        """A tool's input schema by name or alias (None: unknown, or not offered over MCP)."""
+        registry = self.rt.registry
+        tool = registry.get(name)
+        if tool is None or not registry.available(tool, "mcp"):
+            return None
+        return self._entry(tool).get("inputSchema")
+
+    async def discover(self, ctx: Ctx, params: types.RequestParams) -> HandlerResult:
+        """`server/discover` (2026-07-28): the SDK's answer, with stateless instructions.
+
+        The instructions add what a stateless client does not get (`stateless_instructions`).
+        """
+        return types.DiscoverResult(
+            supported_versions=list(MODERN_PROTOCOL_VERSIONS),
+            capabilities=self.server.get_capabilities(protocol_version=ctx.protocol_version),
+            instructions=stateless_instructions(self.server.instructions, self.rt.locale),
+        )
+
     async def call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> HandlerResult:
         """`tools/call`: one call through the whole pipeline; every outcome is a result."""
         session = self.session(ctx)
         if self.checkpoint_tools is not None and params.name in CHECKPOINT_TOOLS:
+            if _stateless(ctx):
+                return _complete(ctx, call_result(unavailable(params.name, self.rt.locale)))
             ask = self._asker(ctx) if self._can_elicit(ctx) else None
             return await self.checkpoint_tools.call(
                 params.name, params.arguments or {}, session, ask
             )
+        if _stateless(ctx):
+            return await self._call_stateless(ctx, session, params)
         before = (session.mode, len(session.activated))
         result = await self._call(ctx, session, params.name, params.arguments or {})
         bounded = self.ceiling.bound(session.mode)
@@ -268,21 +351,72 @@ class McpApp:
             await _connection(ctx).send_tool_list_changed()
         return call_result(result)
 
+    async def _call_stateless(
+        self, ctx: Ctx, session: Session, params: types.CallToolRequestParams
+    ) -> HandlerResult:
+        """A 2026-07-28 `tools/call`, in a session of its own request.
+
+        Its approval, when it asks, goes to the client as an `InputRequiredResult`; the retry
+        brings the answer and the signed state (`_server_stateless.py`).
+        """
+        name, arguments, loc = params.name, params.arguments or {}, self.rt.locale
+        call_id = self._new_call_id()
+        bound = call_digest(name, arguments)
+        answer: Answer | None = None
+        if params.request_state is not None:
+            opened = self.states.open(params.request_state, bound)
+            if isinstance(opened, str):
+                logger.warning("refused the requestState of a call of %s: %s", name, opened)
+                ttl = self.states.ttl
+                return _complete(ctx, state_refused(opened, name, locale=loc, ttl=ttl))
+            action = getattr((params.input_responses or {}).get(APPROVAL_KEY), "action", None)
+            if action in ("accept", "decline", "cancel"):
+                answer = Answer(question=opened.question, action=action)
+        registry = self.rt.registry
+        tool = registry.get(name)
+        if tool is not None and tool.deferred and registry.available(tool, "mcp"):
+            # tool_search's activation lasted its own request: a call activates its tool.
+            if tool.name not in session.activated:
+                session.activated.append(tool.name)
+        asker = StatelessAsker(
+            call_id=call_id,
+            locale=loc,
+            can_ask=self._can_ask(ctx),
+            fallback=self.ask_fallback,
+            answer=answer,
+        )
+        result = await self._call(ctx, session, name, arguments, call_id=call_id, approver=asker)
+        if asker.asked is not None:  # denied before its run stage: nothing ran
+            return input_required(asker.message, self.states.seal(bound, asker.question))
+        return _complete(ctx, call_result(not_remembered(result, loc)))
+
     # -- one call ----------------------------------------------------------------------------
 
+    def _new_call_id(self) -> str:
+        return f"mcp-{next(self._ids)}"
+
     async def _call(
-        self, ctx: Ctx, session: Session, name: str, arguments: Mapping[str, Any]
+        self,
+        ctx: Ctx,
+        session: Session,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        call_id: str | None = None,
+        approver: Approver | None = None,
     ) -> ToolResult:
-        call_id = f"mcp-{next(self._ids)}"
+        call_id = call_id or self._new_call_id()
         if _progress_token(ctx.params) is None:
-            return await self._call_and_approve(ctx, session, name, arguments, call_id)
+            return await self._call_and_approve(ctx, session, name, arguments, call_id, approver)
         send, receive = anyio.create_memory_object_stream[ProgressEvent](_PROGRESS_BUFFER)
         self._sinks[call_id] = (asyncio.get_running_loop(), send)
         result: ToolResult | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._forward, ctx, receive)
             try:
-                result = await self._call_and_approve(ctx, session, name, arguments, call_id)
+                result = await self._call_and_approve(
+                    ctx, session, name, arguments, call_id, approver
+                )
             finally:
                 self._sinks.pop(call_id, None)
                 send.close()  # the forwarder sends what is queued, then ends
@@ -290,7 +424,13 @@ class McpApp:
         return result
 
     async def _call_and_approve(
-        self, ctx: Ctx, session: Session, name: str, arguments: Mapping[str, Any], call_id: str
+        self,
+        ctx: Ctx,
+        session: Session,
+        name: str,
+        arguments: Mapping[str, Any],
+        call_id: str,
+        approver: Approver | None,
     ) -> ToolResult:
         rt = self.rt
 
@@ -298,10 +438,13 @@ class McpApp:
             return await self._ask(ctx, question)
 
         # The call's own approver: its approval, and whatever its tool asks while it runs (a
-        # sub-agent's calls, a tool's confirmation), are put to this call's client.
+        # sub-agent's calls, a tool's confirmation), are put to this call's client (over its
+        # session; a stateless request brings its own).
+        answers = approver or ask
+        REQUEST.set(ctx)  # the call's task inherits it: its sampling goes to this client
         return await self._until_stopped(
             call_id,
-            lambda: rt.call(name, arguments, call_id=call_id, session=session, approver=ask),
+            lambda: rt.call(name, arguments, call_id=call_id, session=session, approver=answers),
         )
 
     async def _until_stopped(
@@ -336,6 +479,13 @@ class McpApp:
         """
         loc = self.rt.locale
         name = request.tool_name if isinstance(request, ApprovalRequest | Confirmation) else ""
+        if isinstance(request, Elicitation):  # a server behind a served call asks its user
+            try:
+                passed = await ask_client(ctx, request, loc)
+            except Exception as exc:  # the client answered with an error, or went away
+                logger.warning("elicitation of MCP server %r failed: %s", request.server, exc)
+                passed = None
+            return passed if passed is not None else Approval.deny(fallback_reason(request, loc))
         if not self._can_elicit(ctx):
             # The operator's blanket "allow" is for calls; a tool's own question ("overwrite
             # a file changed by hand?") is not a call, and with nobody to ask it is a no.
@@ -366,10 +516,15 @@ class McpApp:
 
         return ask
 
+    @classmethod
+    def _can_elicit(cls, ctx: Ctx) -> bool:
+        return ctx.session.can_send_request and cls._can_ask(ctx)
+
     @staticmethod
-    def _can_elicit(ctx: Ctx) -> bool:
+    def _can_ask(ctx: Ctx) -> bool:
+        """The client declared form elicitation (in its session, or in this request's `_meta`)."""
         caps = ctx.session.client_capabilities
-        if caps is None or caps.elicitation is None or not ctx.session.can_send_request:
+        if caps is None or caps.elicitation is None:
             return False
         # 2025-06-18 clients declare `elicitation: {}`, which means form mode.
         return caps.elicitation.form is not None or caps.elicitation.url is None
@@ -391,15 +546,21 @@ class McpApp:
             loop.call_soon_threadsafe(_offer, send, event)
 
     async def _forward(self, ctx: Ctx, receive: MemoryObjectReceiveStream[ProgressEvent]) -> None:
-        sent = 0
+        numbers = ProgressNumbers()  # the tool's own progress and total, never going back
         async with receive:
             async for event in receive:
-                sent += 1
+                progress, total = numbers.next(event)
                 try:
-                    await ctx.session.report_progress(sent, None, progress_text(event))
+                    await ctx.session.report_progress(progress, total, progress_text(event))
                 except Exception as exc:  # the client went away: stop forwarding
                     logger.debug("progress not delivered: %s", exc)
                     return
+
+
+def _sessions_only(server: Server[Any]) -> None:
+    """Refuse the stateless era: the SDK's clients then fall back to the handshake."""
+    if _handshake_only not in server.middleware:
+        server.middleware.append(_handshake_only)
 
 
 async def run_stdio(app: McpApp, ready: Callable[[str], None] | None) -> None:
@@ -409,6 +570,8 @@ async def run_stdio(app: McpApp, ready: Callable[[str], None] | None) -> None:
         # Our pipes when fds 0/1 are pipes (no thread per message), else the SDK's own.
         streams: tuple[Any, ...] = wire if wire is not None else ()
         async with stdio_server(*streams) as (read_stream, write_stream):
+            # One stdio client keeps its session.
+            _sessions_only(server)
             async with server.lifespan(server) as state:
                 if ready is not None:
                     ready("stdio")
@@ -460,13 +623,20 @@ async def run_http(
     port: int,
     ready: Callable[[str], None] | None,
     security: HttpSecurity,
+    *,
+    stateless: bool = False,
 ) -> None:
     """Serve streamable HTTP on host:port (`/mcp`) until the process is stopped.
+
+    `stateless`: 2026-07-28 clients are served statelessly too; otherwise they are refused
+    and fall back to a session, as over stdio.
 
     The sockets are bound first (a busy port is a `ConfigurationError`), then the Host and
     Origin rules follow the real port, a generated token is published in its file, and every
     request passes `HttpGuard` before the SDK's app.
     """
+    if not stateless:
+        _sessions_only(app.server)
     sockets = bind_sockets(host, port)
     published: Path | None = None
 
