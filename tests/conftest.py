@@ -13,6 +13,12 @@ keeps them. At the end of the run:
   go when they are collected or when the process exits (`Session.temp_path`).
 
 The root is removed at the end either way.
+
+handrail's own state (checkpoints, token files, MCP tool lists, OAuth tokens) goes to a folder
+of the run too: `$HANDRAIL_STATE_DIR` points there for the whole run, for the servers started
+with `subprocess` (they inherit the environment) and for those the MCP SDK spawns over stdio
+(it passes on only a few variables, so this one is added to them), so no test writes to the
+user's own state folder. A test that sets its own environment for a server keeps it.
 """
 
 from __future__ import annotations
@@ -28,6 +34,36 @@ from pathlib import Path
 import pytest
 
 from handrail import Session
+
+# The official MCP peers from npm (server-everything), for the terminal and CLI tests too.
+from .mcp.conftest import mcp_peers as mcp_peers
+
+_VAR = "HANDRAIL_STATE_DIR"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def state_dir_of_the_run() -> Iterator[Path]:
+    """`$HANDRAIL_STATE_DIR` for this run's servers; removed at the end."""
+    from mcp.client import stdio
+
+    folder = Path(tempfile.mkdtemp(prefix="pytest-handrail-state-"))
+    saved = os.environ.get(_VAR)
+    inherited = stdio.DEFAULT_INHERITED_ENV_VARS
+    added = _VAR not in inherited
+    os.environ[_VAR] = str(folder)
+    if added:
+        inherited.append(_VAR)
+    try:
+        yield folder
+    finally:
+        if added:
+            inherited.remove(_VAR)
+        if saved is None:
+            os.environ.pop(_VAR, None)
+        else:
+            os.environ[_VAR] = saved
+        shutil.rmtree(folder, ignore_errors=True)
+
 
 PREFIX = "handrail-"
 """What a session's temporary directory is called (`Session.temp_path`)."""
