@@ -339,9 +339,17 @@ class McpTools:
 
     def _build(self, server: ListedServer, listing: Sequence[ListedTool]) -> list[McpTool]:
         used: set[str] = set()
+        seen: set[str] = set()
         out: list[McpTool] = []
         for remote in listing:
             key = f"{server.name}/{remote.name}"
+            if remote.name in seen:
+                # Which of the two would a call reach? Neither claim can be trusted over the
+                # other, so only the first listed is kept.
+                self.skipped[key] = "the server lists a tool of this name twice"
+                logger.warning("skipped MCP tool %s: listed twice", key)
+                continue
+            seen.add(remote.name)
             execution = remote.execution
             name = tool_name(server.prefix, remote.name, used)
             annotations = dict(remote.annotations)

@@ -12,6 +12,7 @@ Standard library only.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Generator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -61,6 +62,17 @@ def signing_in(browser: Browser, timeout: float = DEFAULT_SIGN_IN_TIMEOUT) -> Ge
 def current() -> SignIn | None:
     """Who can sign in here, if anyone."""
     return _SIGN_IN.get()
+
+
+def carried() -> contextvars.Context:
+    """A fresh context holding only the sign-in in force here (for a connection's own task).
+
+    A server's connection outlives the call that started it: it must not carry that call's
+    context (its request, its gate) into everything the server does later.
+    """
+    fresh = contextvars.Context()
+    fresh.run(_SIGN_IN.set, _SIGN_IN.get())
+    return fresh
 
 
 class AuthorizationFailed(Exception):

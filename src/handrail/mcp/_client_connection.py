@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 
 from .. import ErrorCode, ToolContext, ToolFailure, ToolResult
 from .._version import __version__
+from ._client_auth_sign_in import carried
 from ._client_messages import say
 from ._client_requests import ServerRequests
 from ._client_results import to_result
@@ -110,7 +111,8 @@ class RemoteServer:
             self._retire(conn)
         starting = self._starting
         if starting is None or starting.get_loop() is not loop:
-            starting = self._starting = loop.create_task(self._start())
+            # In a context of its own: the connection outlives the call that starts it.
+            starting = self._starting = loop.create_task(self._start(), context=carried())
             starting.add_done_callback(self._started)
         # Shielded: a caller that is cancelled must not abort a start other callers wait for.
         return await asyncio.shield(starting)

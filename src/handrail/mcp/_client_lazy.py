@@ -276,8 +276,16 @@ class ListedServer:
         """Bring the tools in line with the server's own list (module doc)."""
         before = {t.name: t for t in self.listing.tools}
         now = {t.name: t for t in listing.tools}
+        twice = {t.name for t in listing.tools if sum(u.name == t.name for u in listing.tools) > 1}
         for name, tool in self._tools.items():
             old, new = before[name], now.get(name)
+            if name in twice:  # which one would a call reach? neither claim is trusted
+                self._refused[name] = (
+                    ErrorCode.EXECUTION_ERROR,
+                    "unusable",
+                    {"detail": "the server now lists a tool of this name twice"},
+                )
+                continue
             if new is None:
                 self._refused[name] = (ErrorCode.TOOL_NOT_FOUND, "removed", {})
                 continue

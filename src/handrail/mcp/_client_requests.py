@@ -19,14 +19,16 @@ answer follows handrail's rules, not the server's:
   is told (`notifications/roots/list_changed`).
 
 Which call a server's request belongs to: the oldest of that server's calls still running
-(MCP does not link the two on every transport). The server's text is untrusted: front ends
-show it spelled out, never obeyed.
+(MCP does not link the two on every transport), when they are all one session's; while calls
+of several sessions run, the request is declined rather than put to the wrong person. The
+server's text is untrusted: front ends show it spelled out, never obeyed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import warnings
 from collections.abc import Callable, Generator, Mapping
@@ -37,8 +39,10 @@ from urllib.parse import urlsplit
 from .. import (
     Confirmation,
     Elicitation,
+    Sampler,
     SamplingMessage,
     SamplingRequest,
+    SamplingResult,
     ToolContext,
 )
 
@@ -63,7 +67,7 @@ class ServerRequests:
     def __init__(self, server: str, root: Path, client: Callable[[], Client | None]) -> None:
         self.server = server
         self._client = client
-        self._calls: list[ToolContext] = []
+        self._calls: list[tuple[ToolContext, contextvars.Context]] = []
         self.roots: tuple[Path, ...] = (root,)
         """What `roots/list` answers: the latest call's read and write roots."""
         self._notifying: set[asyncio.Task[None]] = set()
@@ -72,8 +76,13 @@ class ServerRequests:
 
     @contextlib.contextmanager
     def serving(self, ctx: ToolContext) -> Generator[None]:
-        """While a call runs, the server's questions go to its approver; its roots are served."""
-        self._calls.append(ctx)
+        """While a call runs, the server's questions go to its approver; its roots are served.
+
+        Entered in the call's own task: its context is what a sampler runs in (`serve`'s reads
+        the request of the call from it).
+        """
+        entry = (ctx, contextvars.copy_context())
+        self._calls.append(entry)
         roots = _roots_of(ctx)
         if roots != self.roots:
             self.roots = roots
@@ -81,10 +90,27 @@ class ServerRequests:
         try:
             yield
         finally:
-            self._calls.remove(ctx)
+            self._calls.remove(entry)
 
-    def _current(self) -> ToolContext | None:
-        return self._calls[0] if self._calls else None
+    def _current(self) -> tuple[ToolContext, contextvars.Context] | None:
+        """The call a request of the server belongs to, or None when it cannot be told.
+
+        The oldest running call, when every running call is one session's (one person, one
+        model); calls of several sessions (two clients of `serve`, two agents sharing the
+        servers) could be anyone's, and a question must never reach another session's person
+        or model.
+        """
+        if not self._calls:
+            return None
+        first = self._calls[0][0].session
+        if any(c.session is not first for c, _ in self._calls[1:]):
+            logger.warning(
+                "MCP server %r asked something while calls of several sessions ran; "
+                "declined, as it cannot be told whose call it belongs to",
+                self.server,
+            )
+            return None
+        return self._calls[0]
 
     def _announce_roots(self) -> None:
         client = self._client()
@@ -114,13 +140,14 @@ class ServerRequests:
         """`elicitation/create`: the person behind the current call answers, or it is declined."""
         from mcp_types import ElicitRequestURLParams, ElicitResult
 
-        ctx = self._current()
-        if ctx is None:
+        current = self._current()
+        if current is None:
             logger.warning(
-                "MCP server %r asked the user something while none of its calls ran; declined",
+                "MCP server %r asked the user something outside any one session's call; declined",
                 self.server,
             )
             return ElicitResult(action="decline")
+        ctx = current[0]
         if isinstance(params, ElicitRequestURLParams):
             if urlsplit(params.url).scheme.lower() not in ("https", "http"):
                 # A page is all URL mode may ask for: never a file, a script or an app link.
@@ -170,9 +197,13 @@ class ServerRequests:
             logger.info("sampling request of MCP server %r refused: %s", self.server, message)
             return ErrorData(code=INVALID_REQUEST, message=message)
 
-        ctx = self._current()
-        if ctx is None:
-            return refuse("handrail answers sampling requests only while one of your tools runs")
+        current = self._current()
+        if current is None:
+            return refuse(
+                "handrail answers sampling requests only while one of your tools runs, for "
+                "one session at a time"
+            )
+        ctx, call_context = current
         sampler = ctx.session.sampler
         if sampler is None:
             return refuse(
@@ -203,7 +234,11 @@ class ServerRequests:
             if answer.kind == "allow_always":
                 allowed.add(self.server)
         try:
-            result = await sampler(request)
+            # In the call's context, not the connection's: the sampler may read the call's
+            # (serve's: the MCP request the call came from).
+            result = await asyncio.get_running_loop().create_task(
+                _sampled(sampler, request), context=call_context
+            )
         except Exception as exc:
             return refuse(f"the model could not answer: {exc}")
         return CreateMessageResult(
@@ -212,6 +247,10 @@ class ServerRequests:
             model=result.model,
             stop_reason=result.stop_reason,
         )
+
+
+async def _sampled(sampler: Sampler, request: SamplingRequest) -> SamplingResult:
+    return await sampler(request)
 
 
 async def _notify_roots(server: str, client: Client) -> None:

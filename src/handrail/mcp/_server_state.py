@@ -67,6 +67,8 @@ MIN_SECRET = 32
 """Shortest `state_secret` accepted (characters): it is the whole strength of the key."""
 MAX_STATE = 1024
 """Longest state looked at (characters): a real one is under 300; more is refused unread."""
+_SKEW = 30.0
+"""Seconds replicas' clocks may disagree by (a state issued by one, opened by another)."""
 _MAX_SPENT = 100_000
 """Nonces remembered at once (each until its state's `exp`); beyond, retries are refused."""
 _PREFIX = "hr1."
@@ -193,32 +195,43 @@ class RequestStates:
         The signature is checked before the payload is parsed; the nonce is spent only for a
         state that passed every other check.
         """
-        if len(state) > MAX_STATE or not state.startswith(_PREFIX):
+        if len(state) > MAX_STATE or not state.isascii() or not state.startswith(_PREFIX):
             return "invalid"
         signed, dot, mac_text = state.rpartition(".")
         if not dot:
             return "invalid"
         try:
             mac = _unb64(mac_text)
-            claims: Any = json.loads(_unb64(signed[len(_PREFIX) :]))
         except ValueError:
             return "invalid"
         if not hmac.compare_digest(mac, self._mac(signed)):
+            return "invalid"
+        try:
+            claims: Any = json.loads(_unb64(signed[len(_PREFIX) :]))
+        except ValueError:
             return "invalid"
         # Signed by this key, so written by `seal`; still checked field by field (fail closed).
         if not isinstance(claims, dict):
             return "invalid"
         fields: dict[str, Any] = claims  # pyright: ignore[reportUnknownVariableType]
         question, exp, nonce = fields.get("q"), fields.get("exp"), fields.get("n")
+        issued = fields.get("iat")
         if (
             fields.get("v") != 1
             or not isinstance(question, str)
             or not isinstance(nonce, str)
             or not isinstance(exp, int | float)
+            or not isinstance(issued, int | float)
         ):
             return "invalid"
         now = self._clock()
-        if not now < exp:  # stated positively: a NaN fails it
+        # A state lives at most this server's TTL, whoever signed it (with the token-derived
+        # key, any token holder can): one that claims longer, or was issued in the future, is
+        # not this server's, and could pin its nonce in `_spent` for good. Stated positively:
+        # a NaN fails every comparison.
+        if not (issued <= now + _SKEW and exp <= issued + self.ttl + _SKEW):
+            return "invalid"
+        if not now < exp:
             return "expired"
         if not hmac.compare_digest(str(fields.get("c")), call):
             return "other_call"

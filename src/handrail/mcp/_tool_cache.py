@@ -298,8 +298,12 @@ def _parse(data: bytes) -> Listing:
     if not isinstance(tools, list):
         raise ValueError("tools is not a list")
     listed: Sequence[Any] = cast(list[Any], tools)
+    parsed = tuple(ListedTool.from_wire(t) for t in listed)
+    if len({t.name for t in parsed}) != len(parsed):
+        # No server lists a name twice; a file that does was not written from a listing.
+        raise ValueError("a tool is listed twice")
     return Listing(
-        tools=tuple(ListedTool.from_wire(t) for t in listed),
+        tools=parsed,
         instructions=instructions,
         listed_at=float(listed_at),
         ttl_ms=ttl,
