@@ -188,6 +188,8 @@ def test_run_without_a_terminal_declines_with_a_notice_naming_the_server(
             "with text output) to answer"
         ]
         assert raw_result(told(server.requests[1].body)) == {"action": "decline"}
+        # Said once: the MCP client's own log line does not repeat it.
+        assert "nobody could answer" not in out.stderr
     if fmt == "json":
         assert json.loads(out.stdout)["result"] == "Thanks."
     assert server.problems == []

@@ -266,3 +266,16 @@ async def test_an_agent_answers_sampling_with_its_model_and_counts_it(
     # Three requests' tokens: the loop's two and the server's one.
     assert result.usage.input_tokens == 10 + 7 + 10
     assert result.usage.output_tokens == 5 + 3 + 5
+
+
+async def test_with_nobody_to_ask_the_decline_is_logged_naming_the_server(
+    everything: McpTools, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A framework integration's runtime has no live approver: the person never sees the
+    # form, and the log says which server asked and why it was declined.
+    rt = runtime(everything, tmp_path, approver=None)
+    with caplog.at_level("WARNING", logger="handrail.mcp"):
+        async with asyncio.timeout(60):
+            await rt.call(PREFIX + "trigger-elicitation-request", {})
+    (line,) = [r.getMessage() for r in caplog.records if "nobody could answer" in r.getMessage()]
+    assert "'ev'" in line and "trigger-elicitation-request" in line

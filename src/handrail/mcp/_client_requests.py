@@ -173,6 +173,14 @@ class ServerRequests:
             )
         answer = await ctx.ask(question)
         if answer.kind == "deny":
+            if ctx.approver is None:  # a host with no approver (a framework's): say so here
+                logger.warning(
+                    "MCP server %r asked the user something during %s; nobody could answer "
+                    "here, so it was declined (%s)",
+                    self.server,
+                    ctx.tool_name,
+                    answer.reason,
+                )
             return ElicitResult(action="decline")
         if question.schema is None:
             return ElicitResult(action="accept")
