@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import os
 import shlex
 import shutil
@@ -430,10 +431,16 @@ class Driver:
             await self.rt.call(tool, args)
             return
         before = self.tree()
+        kept = copy.deepcopy(self.model)
         self.model.begin(before, tool)
         for rel in targets:
             self.model.note_explicit(rel, before)
-        await self.rt.call(tool, args)
+        result = await self.rt.call(tool, args)
+        if result.denial is not None:
+            # Refused before its run stage (a write through a link out of the workspace): no
+            # checkpoint looked at anything, so what changed by hand is seen by a later call.
+            self.model = kept
+            return
         self.model.look(self.tree(), "call")
 
     async def run(self, step: Step) -> None:
