@@ -22,10 +22,12 @@ import errno
 import os
 import re
 import secrets
+import stat
 import time
 
 __all__ = [
     "current_umask",
+    "read_private_file",
     "replace_in_dir",
     "sweep_stale_temps",
     "temp_name",
@@ -261,3 +263,25 @@ def write_file_atomic(path: str | os.PathLike[str], data: bytes, mode: int | Non
             os.fsync(dfd)  # the rename (or link) itself, durable
     finally:
         os.close(dfd)
+
+
+def read_private_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """The bytes of a regular file of this user, opened without following a symlink.
+
+    Raises:
+        OSError: It cannot be opened (missing, a symlink).
+        ValueError: It is not a regular file of this user, or larger than `max_bytes`.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            raise ValueError("not a regular file of this user")
+        if st.st_size > max_bytes:
+            raise ValueError(f"larger than {max_bytes} bytes")
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
-from .._atomic import write_file_atomic
+from .._atomic import read_private_file, write_file_atomic
 from ..sandbox import state_dir
 from ._config import McpServerConfig
 from ._config_oauth import McpOAuthConfig
@@ -65,7 +65,6 @@ FOLDER = "mcp-oauth"
 """The folder of the sign-ins, inside handrail's state folder."""
 FORMAT = 1
 _MAX_BYTES = 1024 * 1024
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _M = TypeVar("_M")
 
 
@@ -222,20 +221,7 @@ class TokenFile:
 
 
 def _read_private(path: Path) -> bytes:
-    """The bytes of a regular file of this user (not through a symlink), of a sane size."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | _O_NOFOLLOW)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
-            raise ValueError("not a regular file of this user")
-        if st.st_size > _MAX_BYTES:
-            raise ValueError(f"larger than {_MAX_BYTES} bytes")
-        chunks: list[bytes] = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    return read_private_file(path, _MAX_BYTES)
 
 
 def _model(model: type[_M], value: Any) -> _M | None:

@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from .._atomic import write_file_atomic
+from .._atomic import read_private_file, write_file_atomic
 from ..sandbox import state_dir
 from ._config import McpServerConfig
 
@@ -64,7 +64,6 @@ DEFAULT_MAX_AGE = 24 * 3600.0
 PRUNE_AGE = 30 * 24 * 3600.0
 """Seconds after its last write that a file is deleted (its configuration is likely gone)."""
 _MAX_BYTES = 16 * 1024 * 1024
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -264,20 +263,7 @@ class ToolCache:
 
 
 def _read_private(path: Path) -> bytes:
-    """The bytes of a regular file of this user, not through a symlink."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | _O_NOFOLLOW)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
-            raise ValueError("not a regular file of this user")
-        if st.st_size > _MAX_BYTES:
-            raise ValueError(f"larger than {_MAX_BYTES} bytes")
-        chunks: list[bytes] = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    return read_private_file(path, _MAX_BYTES)
 
 
 def _parse(data: bytes) -> Listing:
